@@ -1,0 +1,3 @@
+#ifndef PPL_H
+#define PPL_H
+#endif

@@ -1,0 +1,2 @@
+/* placeholder until the public header lands */
+#include_next <pthread.h>

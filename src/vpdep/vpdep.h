@@ -1,0 +1,77 @@
+/* The VP-dependent module's whole contract (PPL's "VP-dependent" layer).
+ *
+ * A virtual processor (VP) is a kernel-level execution vehicle that runs
+ * user-level threads.  vpindep embeds `struct vp` in its own per-VP state and
+ * never looks at a backend's handle.  Everything machine- or kernel-specific
+ * that vpindep needs is declared here: VPs, spin locks, futexes, clocks and
+ * context switching. */
+#ifndef PPL_VPDEP_H
+#define PPL_VPDEP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "context.h"
+#include "spinlock.h"
+
+#define ppl_likely(x) __builtin_expect(!!(x), 1)
+#define ppl_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- virtual processors ------------------------------------------------- */
+
+struct vp {
+	int id;                  /* 0 .. nvps-1; VP 0 is the process's main kernel thread */
+	_Atomic uint32_t wakeword; /* futex word: vp_resume bumps it, vp_suspend waits on it */
+	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
+	void *altstack;          /* sigaltstack for the stack-overflow handler */
+	size_t altstack_size;
+	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
+};
+
+/* A VP backend: kernel threads ("kthread") now; raw clone and processes later. */
+struct vp_backend {
+	const char *name;
+	int (*create)(struct vp *vp);   /* start a kernel thread running vp->main(vp) */
+	void (*terminate)(void);        /* end the calling VP's kernel thread */
+};
+
+/* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
+int vp_backend_select(const char *name);
+const char *vp_backend_name(void);
+
+/* Start a new VP running main(vp) on its own kernel thread.  0 or errno. */
+int vp_create(struct vp *vp, void (*main)(struct vp *));
+/* Make the calling kernel thread the VP `vp` (used for VP 0, the main thread). */
+void vp_adopt(struct vp *vp);
+/* End the calling VP's kernel thread; does not return. */
+_Noreturn void vp_terminate(void);
+/* Park the calling VP until vp_resume(vp) or until timeout_ns passes
+ * (timeout_ns < 0: no timeout).  May return spuriously. `seen` is the value
+ * of vp->wakeword read before the caller's last check for work: if it has
+ * changed, the call returns at once (no lost wake-up). */
+void vp_suspend(struct vp *vp, uint32_t seen, int64_t timeout_ns);
+/* Wake `vp` if it is suspended, or make its next vp_suspend return at once. */
+void vp_resume(struct vp *vp);
+/* The VP the calling kernel thread is, or NULL on a kernel thread that
+ * libppl did not create (a "foreign" thread).  Never cached across a context
+ * switch: a user thread may resume on another VP. */
+struct vp *vp_current(void);
+
+/* ---- futexes (foreign kernel threads and VP sleep) ------------------------- */
+
+/* Wait while *addr == val.  abstime (on clock clk) may be NULL.
+ * Returns 0, EAGAIN (value changed), EINTR or ETIMEDOUT. */
+int futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
+	       clockid_t clk);
+void futex_wake(_Atomic uint32_t *addr, int n);
+
+/* ---- clocks --------------------------------------------------------------- */
+
+int64_t clock_now_ns(clockid_t clk);
+int64_t timespec_to_ns(const struct timespec *ts);
+struct timespec ns_to_timespec(int64_t ns);
+
+#endif

@@ -1,0 +1,24 @@
+/* The VP-independent module's interface to the preload layer: one
+ * ppl_<name> function for every entry point listed in api.def, plus
+ * start-up hooks. */
+#ifndef PPL_VPINDEP_H
+#define PPL_VPINDEP_H
+
+#define _GNU_SOURCE 1
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PPL_FN(ret, name, params, args) ret ppl_##name params;
+#include "api.def"
+#undef PPL_FN
+
+/* Called once from the library constructor: read the environment. */
+void ppl_init(void);
+/* Print PPL_STATS counters, if asked for (called at exit). */
+void ppl_stats_report(void);
+
+#endif
