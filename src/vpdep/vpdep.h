@@ -31,11 +31,13 @@ struct vp {
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
 };
 
-/* A VP backend: kernel threads ("kthread") now; raw clone and processes later. */
+/* A VP backend: kernel threads ("kthread") now; raw clone and processes later.
+ * Only vpdep's own files see the table (docs/vpdep.md: adding a backend). */
 struct vp_backend {
 	const char *name;
 	int (*create)(struct vp *vp);   /* start a kernel thread running vp->main(vp) */
 	void (*terminate)(void);        /* end the calling VP's kernel thread */
+	void (*adopt)(struct vp *vp);   /* set vp->handle to the calling kernel thread */
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
@@ -59,6 +61,11 @@ void vp_resume(struct vp *vp);
  * libppl did not create (a "foreign" thread).  Never cached across a context
  * switch: a user thread may resume on another VP. */
 struct vp *vp_current(void);
+
+/* The calling kernel thread's own stack, as the C library knows it. 0 or errno. */
+int vp_kthread_stack(void **lo, size_t *size);
+/* End a kernel thread libppl did not create, through the C library. */
+_Noreturn void vp_kthread_exit(void *result);
 
 /* ---- futexes (foreign kernel threads and VP sleep) ------------------------- */
 

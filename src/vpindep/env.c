@@ -1,0 +1,91 @@
+/* The environment knobs, read once at start-up.  A bad value is fatal:
+ * one line naming the variable and what was expected. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+size_t ppl_env_stack_size PPL_HIDDEN;
+long ppl_env_timeslice_us PPL_HIDDEN = 10000;
+
+static _Noreturn void bad(const char *var, const char *val, const char *expected)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof buf, "libppl: %s=%s: %s\n", var, val, expected);
+	if (write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+		/* nothing more to say */
+	}
+	_exit(2);
+}
+
+/* A decimal number with an optional K/M/G suffix (powers of 1024). */
+static bool parse_size(const char *s, unsigned long long *out)
+{
+	if (!isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return false;
+	int shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end != '\0' || v > (ULLONG_MAX >> shift))
+		return false;
+	*out = v << shift;
+	return true;
+}
+
+static long int_var(const char *var, long lo, long hi, long dflt, const char *expected)
+{
+	const char *s = getenv(var);
+	if (s == NULL)
+		return dflt;
+	unsigned long long v;
+	if (!isdigit((unsigned char)*s) || !parse_size(s, &v) || strpbrk(s, "kKmMgG") ||
+	    (long long)v < lo || (long long)v > hi)
+		bad(var, s, expected);
+	return (long)v;
+}
+
+void ppl_env_init(void)
+{
+	ppl_rt.env_vps = (int)int_var("PPL_VPS", 1, PPL_MAX_VPS, 0,
+				      "expected a number of virtual processors from 1 to 1024");
+
+	const char *s = getenv("PPL_VP_BACKEND");
+	if (s && vp_backend_select(s) != 0)
+		bad("PPL_VP_BACKEND", s, "unknown VP backend (available: kthread)");
+	if (!s && vp_backend_select(NULL) != 0)
+		bad("PPL_VP_BACKEND", "(default)", "the build's default VP backend is unavailable");
+
+	s = getenv("PPL_STACK_SIZE");
+	if (s) {
+		unsigned long long v;
+		if (!parse_size(s, &v) || v < (unsigned long long)PTHREAD_STACK_MIN || v > (1ULL << 40))
+			bad("PPL_STACK_SIZE", s,
+			    "expected a stack size in bytes (K, M, G suffixes allowed), at least 16384");
+		ppl_env_stack_size = (size_t)v;
+	}
+
+	s = getenv("PPL_TLS");
+	if (s && strcmp(s, "shared") != 0) {
+		if (strcmp(s, "per-thread") == 0)
+			bad("PPL_TLS", s, "per-thread TLS is not available in this version; use 'shared'");
+		bad("PPL_TLS", s, "expected 'shared' or 'per-thread'");
+	}
+
+	ppl_env_timeslice_us = int_var("PPL_TIMESLICE_US", 100, 10000000, 10000,
+				       "expected a time slice in microseconds from 100 to 10000000");
+	ppl_rt.stats = int_var("PPL_STATS", 0, 1, 0, "expected 0 or 1") == 1;
+	ppl_rt.debug = (int)int_var("PPL_DEBUG", 0, 3, 0, "expected a debug level from 0 to 3");
+}

@@ -5,6 +5,7 @@
 #define PPL_PTHREAD_IMPL_H
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "../vpdep/vpdep.h"
+#include "vpindep.h"
 
 #define PPL_HIDDEN __attribute__((visibility("hidden")))
 #define PPL_API __attribute__((visibility("default")))
@@ -86,6 +88,7 @@ enum ult_state {
 	ULT_BLOCKED,   /* parked on a wait queue, a timer or a join */
 	ULT_EXITING,   /* called pthread_exit, still on its stack */
 	ULT_ZOMBIE,    /* off its stack; waiting to be joined */
+	ULT_FREE,      /* recycled into the TCB cache: a stale pthread_t */
 };
 
 #define PPL_KEY_BLOCK 32
@@ -110,6 +113,7 @@ struct ult {
 	spin_t lock;
 	bool detached;
 	bool joined;               /* a joiner has claimed it */
+	struct ult *joining;       /* thread this one is joining (EDEADLK check) */
 	struct waitq joinq;        /* the (single) joiner */
 	unsigned long id;          /* sequence number, for messages */
 
@@ -147,7 +151,8 @@ struct vproc {
 	struct stack idle_stack;   /* VP 0 only: the others use their kernel stack */
 	_Atomic int sleeping;      /* 1 while suspended in the idle loop */
 	struct ult *bound_to;      /* PTHREAD_SCOPE_SYSTEM thread owning this VP */
-	bool retired;              /* removed by pthread_setconcurrency */
+	struct vproc *spare_next;  /* link in ppl_rt.spare_bound */
+	_Atomic bool retired;      /* set aside: by pthread_setconcurrency, or a spare bound VP */
 
 	spin_t timer_lock;         /* protects the heap */
 	struct timer **heap;
@@ -179,6 +184,8 @@ struct runtime {
 	spin_t lock;               /* start-up, VP list, concurrency changes */
 	bool stats;                /* PPL_STATS=1 */
 	int debug;                 /* PPL_DEBUG level */
+	int env_vps;               /* PPL_VPS, 0 if unset */
+	struct vproc *spare_bound; /* VPs of exited SCOPE_SYSTEM threads, for reuse */
 };
 
 extern struct runtime ppl_rt PPL_HIDDEN;
@@ -187,6 +194,10 @@ extern struct runtime ppl_rt PPL_HIDDEN;
 void ppl_env_init(void);
 /* Start the VPs if they are not running yet. 0 or errno. */
 int ppl_runtime_start(void) PPL_MUST_CHECK;
+/* PTHREAD_SCOPE_SYSTEM: give t a VP of its own and make it ready there. */
+int ppl_bind_new_vp(struct ult *t) PPL_MUST_CHECK;
+/* t (bound) has exited: its VP becomes a spare for the next bound thread. */
+void ppl_unbind_vp(struct ult *t);
 
 /* ---- the scheduler (sched.c): the only caller of ctx_switch* -------------------- */
 

@@ -1,0 +1,503 @@
+/* The scheduler: per-VP run queues, work stealing, parking and waking.
+ * It is the only caller of ctx_switch*.
+ *
+ * Invariants
+ *  - A thread is on at most one queue (a run queue or a wait queue) and is
+ *    published there only after it has been switched out: everything that
+ *    makes a parked or yielding thread visible to other VPs (pushing it on a
+ *    run queue, releasing the lock of the wait queue it sits on, arming its
+ *    timer) runs in a ctx_switch_call callback, on the next context's stack.
+ *  - Each run queue has its own spin lock; there is no global scheduler lock.
+ *    Idle VPs steal from the others' queues.
+ *  - An idle VP first spins (counted in ppl_rt.nspinning), then sleeps in
+ *    vp_suspend (counted in nsleeping).  A thread made ready wakes a sleeping
+ *    VP only if no VP is spinning: the spinner will find the work.  Lost
+ *    wake-ups are excluded by seq_cst ordering: a VP announces `sleeping`
+ *    before its last look at the queues, and a waker pushes before it reads
+ *    `sleeping`/`nspinning`.
+ *  - Foreign kernel threads (not created by libppl) have a TCB too; they
+ *    park on a futex in their TCB instead of switching.
+ *  - errno is per VP in shared-TLS mode: it is saved in the TCB when a thread
+ *    switches out and restored when it resumes. */
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+#define SPIN_NS 50000          /* how long an idle VP looks for work before sleeping */
+
+static inline struct vproc *this_vp(void)
+{
+	return (struct vproc *)vp_current();
+}
+
+/* Never inlined or analysed: errno's address must be taken afresh after a
+ * switch, since the thread may resume on another VP (kernel thread). */
+__attribute__((noipa)) static int *errno_slot(void)
+{
+	return &errno;
+}
+
+/* ---- run queues ----------------------------------------------------------- */
+
+static void rq_push(struct vproc *v, struct ult *t)
+{
+	t->next = NULL;
+	spin_lock(&v->rq_lock);
+	if (v->rq_tail)
+		v->rq_tail->next = t;
+	else
+		v->rq_head = t;
+	v->rq_tail = t;
+	atomic_fetch_add_explicit(&v->rq_len, 1, memory_order_relaxed);
+	spin_unlock(&v->rq_lock);
+}
+
+static struct ult *rq_take(struct vproc *v)
+{
+	struct ult *t = v->rq_head;
+	if (t) {
+		v->rq_head = t->next;
+		if (v->rq_head == NULL)
+			v->rq_tail = NULL;
+		t->next = NULL;
+		atomic_fetch_sub_explicit(&v->rq_len, 1, memory_order_relaxed);
+	}
+	return t;
+}
+
+static struct ult *rq_pop(struct vproc *v)
+{
+	if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0)
+		return NULL;
+	spin_lock(&v->rq_lock);
+	struct ult *t = rq_take(v);
+	spin_unlock(&v->rq_lock);
+	return t;
+}
+
+static struct ult *steal(struct vproc *self)
+{
+	int n = ppl_rt.nvps_total;
+	int start = self->vp.id + 1;
+	for (int k = 0; k < n; k++) {
+		struct vproc *v = ppl_rt.vps[(start + k) % n];
+		if (v == NULL || v == self ||
+		    atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0)
+			continue;
+		if (!spin_try_lock(&v->rq_lock))
+			continue;
+		struct ult *t = rq_take(v);
+		spin_unlock(&v->rq_lock);
+		if (t) {
+			self->stats.steals++;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+static struct ult *find_work(struct vproc *v)
+{
+	if (ppl_unlikely(v->bound_to != NULL))
+		return rq_pop(v);
+	if (ppl_unlikely(v->retired))
+		return NULL;
+	struct ult *t = rq_pop(v);
+	return t ? t : steal(v);
+}
+
+/* ---- waking idle VPs ---------------------------------------------------------- */
+
+static void wake_idle_vp(void)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&ppl_rt.nspinning, memory_order_seq_cst) > 0 ||
+	    atomic_load_explicit(&ppl_rt.nsleeping, memory_order_seq_cst) == 0)
+		return;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *v = ppl_rt.vps[i];
+		int one = 1;
+		if (v && !v->retired &&
+		    atomic_compare_exchange_strong(&v->sleeping, &one, 0)) {
+			vp_resume(&v->vp);
+			return;
+		}
+	}
+}
+
+static struct vproc *push_target(struct ult *t)
+{
+	struct vproc *v = this_vp();
+	if (v && !v->bound_to && !v->retired)
+		return v;
+	v = t->vp;
+	if (v && !v->bound_to && !v->retired)
+		return v;
+	return ppl_rt.vps[0];
+}
+
+void sched_push(struct ult *t)
+{
+	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
+	if (ppl_unlikely(t->bound)) {
+		struct vproc *v = t->vp;
+		rq_push(v, t);
+		atomic_thread_fence(memory_order_seq_cst);
+		int one = 1;
+		if (atomic_compare_exchange_strong(&v->sleeping, &one, 0))
+			vp_resume(&v->vp);
+		return;
+	}
+	rq_push(push_target(t), t);
+	wake_idle_vp();
+}
+
+void sched_ready_new(struct ult *t)
+{
+	struct vproc *v = this_vp();
+	if (v)
+		v->stats.creates++;
+	sched_push(t);
+}
+
+void sched_wake(struct ult *t)
+{
+	if (ppl_unlikely(t->foreign)) {
+		atomic_store_explicit(&t->wake, 1, memory_order_release);
+		futex_wake(&t->wake, 1);
+		return;
+	}
+	struct vproc *v = this_vp();
+	if (v)
+		v->stats.wakes++;
+	sched_push(t);
+}
+
+/* ---- switching ---------------------------------------------------------------- */
+
+/* Leave `self` (already saved-state-ready) for the next ready thread of this
+ * VP, or for its idle loop; fn(arg) runs once self is saved. */
+static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
+{
+	struct ult *next = find_work(v);
+	struct ctx *to;
+	if (next) {
+		next->vp = v;
+		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
+		to = &next->ctx;
+	} else {
+		to = &v->idle_ctx;
+	}
+	v->current = next;
+	v->stats.switches++;
+	self->saved_errno = *errno_slot();
+	ctx_switch_call(&self->ctx, to, fn, arg);
+	/* Resumed: possibly on another VP. */
+	*errno_slot() = self->saved_errno;
+}
+
+static void requeue_cb(void *arg)
+{
+	struct ult *t = arg;
+	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
+	rq_push(t->bound ? t->vp : push_target(t), t);
+}
+
+void sched_yield_ult(void)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL) {
+		syscall(SYS_sched_yield);
+		return;
+	}
+	timer_run_expired(v);
+	struct ult *self = v->current;
+	/* Nothing else to run here: stay (and let others steal nothing). */
+	if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0 &&
+	    (v->bound_to || ppl_rt.nvps_total == 1))
+		return;
+	struct ult *next = find_work(v);
+	if (next == NULL)
+		return;
+	next->vp = v;
+	atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
+	v->current = next;
+	v->stats.switches++;
+	self->saved_errno = *errno_slot();
+	ctx_switch_call(&self->ctx, &next->ctx, requeue_cb, self);
+	*errno_slot() = self->saved_errno;
+}
+
+/* ---- parking -------------------------------------------------------------------- */
+
+struct park_req {
+	struct ult *self;
+	spin_t *lock;
+	int64_t deadline;    /* monotonic ns, or -1 */
+};
+
+static void park_timeout(struct timer *tm)
+{
+	struct ult *t = (struct ult *)((char *)tm - offsetof(struct ult, timer));
+	spin_t *lock = t->wait_lock;
+	if (lock) {
+		spin_lock(lock);
+		if (t->wait_q == NULL) {       /* a waker got there first */
+			spin_unlock(lock);
+			return;
+		}
+		waitq_remove(t->wait_q, t);
+		t->wait_result = ETIMEDOUT;
+		spin_unlock(lock);
+	} else {
+		t->wait_result = ETIMEDOUT;
+	}
+	sched_push(t);
+}
+
+/* Runs on the next context: self is saved, publish it. */
+static void park_cb(void *arg)
+{
+	struct park_req *r = arg;   /* on self's stack: read it before publishing */
+	struct ult *self = r->self;
+	spin_t *lock = r->lock;
+	int64_t deadline = r->deadline;
+	if (deadline >= 0)
+		timer_arm(&self->timer, deadline, park_timeout);
+	if (lock)
+		spin_unlock(lock);
+	/* A VP busy with threads that park and wake each other never idles:
+	 * give its due timers a chance here, with no lock held. */
+	struct vproc *v = this_vp();
+	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
+		timer_run_expired(v);
+}
+
+static int park_foreign(struct ult *self, spin_t *lock, struct waitq *q,
+			const struct timespec *abstime, clockid_t clk)
+{
+	if (lock)
+		spin_unlock(lock);
+	for (;;) {
+		if (atomic_load_explicit(&self->wake, memory_order_acquire))
+			return 0;
+		int err = futex_wait(&self->wake, 0, abstime, clk);
+		if (err != ETIMEDOUT)
+			continue;
+		bool removed = false;
+		if (lock) {
+			spin_lock(lock);
+			removed = q && waitq_remove(q, self);
+			spin_unlock(lock);
+		}
+		if (removed || !q)
+			return ETIMEDOUT;
+		abstime = NULL;   /* a waker popped us: its sched_wake is imminent */
+	}
+}
+
+int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
+{
+	struct vproc *v = this_vp();
+	struct ult *self = v ? v->current : ult_self();
+	int64_t deadline = -1;
+	if (abstime) {
+		deadline = deadline_mono_ns(abstime, clk);
+		if (deadline < 0) {
+			if (lock) {
+				if (q)
+					waitq_remove(q, self);
+				spin_unlock(lock);
+			}
+			return EINVAL;
+		}
+	}
+	self->wait_lock = lock;
+	self->wait_result = 0;
+	if (v == NULL) {
+		atomic_store_explicit(&self->wake, 0, memory_order_relaxed);
+		return park_foreign(self, lock, q, abstime, clk);
+	}
+	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
+	v->stats.parks++;
+	struct park_req r = { self, lock, deadline };
+	switch_away(v, self, park_cb, &r);
+	if (deadline >= 0)
+		timer_cancel(&self->timer);
+	return self->wait_result;
+}
+
+int sched_sleep_until(int64_t deadline)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL) {
+		struct timespec ts = ns_to_timespec(deadline);
+		while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0 &&
+		       errno == EINTR)
+			;
+		return 0;
+	}
+	struct ult *self = v->current;
+	self->wait_lock = NULL;
+	self->wait_q = NULL;
+	self->wait_result = 0;
+	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
+	v->stats.parks++;
+	struct park_req r = { self, NULL, deadline };
+	switch_away(v, self, park_cb, &r);
+	timer_cancel(&self->timer);
+	return 0;
+}
+
+/* ---- thread exit ------------------------------------------------------------------ */
+
+extern void ult_exited(struct ult *t) PPL_HIDDEN;   /* thread.c: off its stack now */
+
+static void exit_cb(void *arg)
+{
+	ult_exited(arg);
+}
+
+_Noreturn void sched_exit(struct ult *self)
+{
+	struct vproc *v = this_vp();
+	ppl_assert(v != NULL);
+	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_relaxed);
+	switch_away(v, self, exit_cb, self);
+	ppl_fatal("an exited thread was resumed");
+}
+
+/* ---- the idle loop ------------------------------------------------------------------ */
+
+/* Expired timers of this VP, and of any other VP that is too busy to look. */
+static int64_t run_timers(struct vproc *v)
+{
+	int64_t left = timer_run_expired(v);
+	int64_t now = -1;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		if (o == NULL || o == v)
+			continue;
+		int64_t d = atomic_load_explicit(&o->next_deadline, memory_order_acquire);
+		if (d == INT64_MAX)
+			continue;
+		if (now < 0)
+			now = clock_now_ns(CLOCK_MONOTONIC);
+		if (d <= now)
+			timer_run_expired(o);
+	}
+	return left;
+}
+
+static void run(struct vproc *v, struct ult *t)
+{
+	t->vp = v;
+	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
+	v->current = t;
+	v->stats.switches++;
+	ctx_switch(&v->idle_ctx, &t->ctx);
+}
+
+/* Nothing to run: spin a little, then sleep until woken or a timer is due.
+ * A VP bound to one thread neither spins nor counts as idle: it cannot take
+ * anyone else's work. */
+static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
+{
+	struct ult *t;
+	bool shared = v->bound_to == NULL;
+	if (shared) {
+		atomic_fetch_add_explicit(&ppl_rt.nspinning, 1, memory_order_seq_cst);
+		int64_t until = clock_now_ns(CLOCK_MONOTONIC) + SPIN_NS;
+		do {
+			for (int i = 0; i < 64; i++)
+				cpu_relax();
+			if ((t = find_work(v)) != NULL) {
+				atomic_fetch_sub_explicit(&ppl_rt.nspinning, 1, memory_order_seq_cst);
+				/* More work may be queued: let another VP look for it. */
+				if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
+					wake_idle_vp();
+				return t;
+			}
+		} while (clock_now_ns(CLOCK_MONOTONIC) < until &&
+			 (timer_left < 0 || timer_left > SPIN_NS));
+	}
+
+	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
+	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
+	if (shared) {
+		atomic_fetch_add_explicit(&ppl_rt.nsleeping, 1, memory_order_seq_cst);
+		atomic_fetch_sub_explicit(&ppl_rt.nspinning, 1, memory_order_seq_cst);
+	}
+	t = find_work(v);
+	if (t == NULL && !atomic_load(&v->retired)) {
+		int64_t left = run_timers(v);
+		if (left != 0)
+			vp_suspend(&v->vp, seen, left);
+	}
+	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
+	if (shared)
+		atomic_fetch_sub_explicit(&ppl_rt.nsleeping, 1, memory_order_seq_cst);
+	return t;
+}
+
+/* A retired VP (spare bound VP, or beyond pthread_setconcurrency's level)
+ * hands its queue to VP 0 and sleeps until it is given work again. */
+static void retire(struct vproc *v)
+{
+	struct ult *q;
+	while ((q = rq_pop(v)) != NULL) {
+		rq_push(ppl_rt.vps[0], q);
+		wake_idle_vp();
+	}
+	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
+	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
+	if (atomic_load(&v->retired) &&
+	    atomic_load_explicit(&v->rq_len, memory_order_seq_cst) == 0)
+		vp_suspend(&v->vp, seen, -1);
+	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
+}
+
+void sched_vp_main(struct vp *vp)
+{
+	struct vproc *v = (struct vproc *)vp;
+	for (;;) {
+		v->current = NULL;
+		int64_t left = run_timers(v);
+		struct ult *t = find_work(v);
+		if (t == NULL && atomic_load(&v->retired) && v->bound_to == NULL) {
+			retire(v);
+			continue;
+		}
+		if (t == NULL)
+			t = idle_wait(v, left);
+		if (t)
+			run(v, t);
+	}
+}
+
+/* ---- the current thread --------------------------------------------------------------- */
+
+extern struct ult *ult_foreign_self(void) PPL_HIDDEN;   /* thread.c */
+
+struct ult *ult_self(void)
+{
+	struct vproc *v = this_vp();
+	if (v && v->current)
+		return v->current;
+	return ult_foreign_self();
+}
+
+int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk)
+{
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+		return -1;
+	int64_t abs = timespec_to_ns(abstime);
+	if (clk == CLOCK_MONOTONIC)
+		return abs < 0 ? 0 : abs;
+	int64_t now_clk = clock_now_ns(clk);
+	int64_t now_mono = clock_now_ns(CLOCK_MONOTONIC);
+	int64_t d = now_mono + (abs - now_clk);
+	return d < 0 ? 0 : d;
+}

@@ -1,0 +1,50 @@
+/* PPL_STATS=1: scheduler counters summed over the VPs, printed at exit. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+#include "ppl.h"
+
+void ppl_stats_report(void)
+{
+	if (!ppl_rt.stats)
+		return;
+	unsigned long sw = 0, st = 0, pk = 0, wk = 0, cr = 0;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *v = ppl_rt.vps[i];
+		if (v == NULL)
+			continue;
+		sw += v->stats.switches;
+		st += v->stats.steals;
+		pk += v->stats.parks;
+		wk += v->stats.wakes;
+		cr += v->stats.creates;
+	}
+	char buf[256];
+	int n = snprintf(buf, sizeof buf,
+			 "libppl stats: vps=%d backend=%s threads-created=%lu switches=%lu "
+			 "parks=%lu wakes=%lu steals=%lu\n",
+			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st);
+	if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+		/* nothing to do */
+	}
+}
+
+PPL_API void ppl_stats_print(void)
+{
+	bool was = ppl_rt.stats;
+	ppl_rt.stats = true;
+	ppl_stats_report();
+	ppl_rt.stats = was;
+}
+
+PPL_API int ppl_vp_count(void)
+{
+	return atomic_load_explicit(&ppl_rt.started, memory_order_acquire) ? ppl_rt.nvps : 0;
+}
+
+PPL_API int ppl_current_vp(void)
+{
+	struct vp *v = vp_current();
+	return v ? v->id : -1;
+}

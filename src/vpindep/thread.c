@@ -1,0 +1,463 @@
+/* Thread life cycle: create, exit, join, detach, identity, names.
+ *
+ * A TCB goes RUNNING -> (READY/BLOCKED)* -> EXITING -> ZOMBIE -> FREE.
+ * EXITING -> ZOMBIE happens in ult_exited(), which runs on the next
+ * context once the thread is off its stack; only then may a joiner (or, for
+ * a detached thread, ult_exited itself) recycle stack and TCB.  `lock`
+ * orders the exit against join and detach.  TCBs are pooled, never freed,
+ * so a stale pthread_t still points at a TCB (state FREE gives ESRCH). */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+#define TCB_CACHE_MAX 4096
+
+static spin_t cache_lock;
+static struct ult *cache;          /* recycled TCBs, each maybe with its stack */
+static size_t ncache;
+static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
+
+extern int __cxa_thread_atexit_impl(void (*)(void *), void *, void *);
+extern void *__dso_handle;
+
+static struct ult *tcb_get(void)
+{
+	spin_lock(&cache_lock);
+	struct ult *t = cache;
+	if (t) {
+		cache = t->cache_next;
+		ncache--;
+	}
+	spin_unlock(&cache_lock);
+	if (t == NULL) {
+		t = aligned_alloc(64, (sizeof *t + 63) & ~(size_t)63);
+		if (t == NULL)
+			return NULL;
+		memset(t, 0, sizeof *t);
+	}
+	/* Reset everything but the pooled stack and the key blocks. */
+	t->next = t->prev = NULL;
+	t->foreign = t->is_main = t->bound = false;
+	t->vp = NULL;
+	t->saved_errno = 0;
+	t->result = NULL;
+	spin_init(&t->lock);
+	t->detached = t->joined = false;
+	t->joining = NULL;
+	t->joinq.head = t->joinq.tail = NULL;
+	t->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+	t->name[0] = '\0';
+	t->wait_lock = NULL;
+	t->wait_q = NULL;
+	atomic_store_explicit(&t->wake, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->timer.state, TIMER_IDLE, memory_order_relaxed);
+	t->timer.owner = NULL;
+	t->cache_next = NULL;
+	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
+	return t;
+}
+
+static void tcb_put(struct ult *t)
+{
+	atomic_store_explicit(&t->state, ULT_FREE, memory_order_release);
+	spin_lock(&cache_lock);
+	if (ncache < TCB_CACHE_MAX || t->stack.lo == NULL) {
+		t->cache_next = cache;
+		cache = t;
+		ncache++;
+		spin_unlock(&cache_lock);
+		return;
+	}
+	spin_unlock(&cache_lock);
+	/* Cache full: the stack goes back to its arena; the TCB stays pooled. */
+	stack_free(&t->stack);
+	spin_lock(&cache_lock);
+	t->cache_next = cache;
+	cache = t;
+	ncache++;
+	spin_unlock(&cache_lock);
+}
+
+void ult_recycle(struct ult *t)
+{
+	if (t->is_main)
+		return;
+	if (t->stack.user)
+		t->stack.lo = NULL;     /* the application's memory: forget it */
+	tcb_put(t);
+}
+
+/* ---- foreign kernel threads -------------------------------------------------- */
+
+static __thread struct ult *foreign_tcb;   /* per kernel thread, never per VP */
+
+static void foreign_release(void *arg)
+{
+	struct ult *t = arg;
+	key_run_destructors(t);
+	foreign_tcb = NULL;
+	tcb_put(t);
+}
+
+static bool is_main_kthread(void)
+{
+	return syscall(SYS_gettid) == getpid();
+}
+
+struct ult *ult_foreign_self(void) PPL_HIDDEN;
+struct ult *ult_foreign_self(void)
+{
+	struct ult *t = foreign_tcb;
+	if (t)
+		return t;
+	if (is_main_kthread() && (ppl_rt.main_ult.foreign || !atomic_load(&ppl_rt.started))) {
+		t = &ppl_rt.main_ult;
+	} else {
+		t = tcb_get();
+		if (t == NULL)
+			ppl_fatal("out of memory for the TCB of a kernel thread");
+		t->foreign = true;
+		__cxa_thread_atexit_impl(foreign_release, t, &__dso_handle);
+	}
+	foreign_tcb = t;
+	return t;
+}
+
+/* ---- create ---------------------------------------------------------------------- */
+
+static void ult_entry(void *arg)
+{
+	struct ult *t = arg;
+	errno = 0;
+	ppl_pthread_exit(t->start(t->arg));
+}
+
+static int give_stack(struct ult *t, const struct thread_attrs *at)
+{
+	if (at->stackaddr) {
+		if (!t->stack.user)
+			stack_free(&t->stack);
+		t->stack = (struct stack){ .lo = at->stackaddr, .size = at->stacksize, .user = true };
+		return 0;
+	}
+	size_t size = at->stacksize ? at->stacksize : stack_default_size();
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t guard = (at->guardsize + page - 1) & ~(page - 1);
+	size = (size + page - 1) & ~(page - 1);
+	if (t->stack.lo && !t->stack.user && t->stack.size == size && t->stack.guard == guard)
+		return 0;   /* the recycled stack fits */
+	if (t->stack.lo && !t->stack.user)
+		stack_free(&t->stack);
+	return stack_alloc(size, guard, &t->stack);
+}
+
+int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	struct thread_attrs at;
+	attr_read(a, &at);
+	int err = ppl_runtime_start();
+	if (err)
+		return err;
+	struct ult *t = tcb_get();
+	if (t == NULL)
+		return EAGAIN;
+	err = give_stack(t, &at);
+	if (err) {
+		t->stack.lo = NULL;
+		tcb_put(t);
+		return err == EINVAL ? EINVAL : EAGAIN;
+	}
+	t->start = fn;
+	t->arg = arg;
+	t->detached = at.detachstate == PTHREAD_CREATE_DETACHED;
+	t->attr_guard = at.stackaddr ? 0 : at.guardsize;
+	t->inherit_sched = at.inheritsched == PTHREAD_INHERIT_SCHED;
+	if (t->inherit_sched) {
+		struct ult *self = ult_self();
+		t->sched_policy = self->sched_policy;
+		t->sched_param = self->sched_param;
+	} else {
+		t->sched_policy = at.policy;
+		t->sched_param = at.param;
+	}
+	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
+	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
+	*out = (pthread_t)t;
+	if (at.scope == PTHREAD_SCOPE_SYSTEM) {
+		err = ppl_bind_new_vp(t);
+		if (err) {
+			atomic_fetch_sub_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
+			ult_recycle(t);
+			return err;
+		}
+		return 0;
+	}
+	sched_ready_new(t);
+	return 0;
+}
+
+/* ---- exit -------------------------------------------------------------------------- */
+
+void ult_exited(struct ult *t) PPL_HIDDEN;
+void ult_exited(struct ult *t)
+{
+	spin_lock(&t->lock);
+	atomic_store_explicit(&t->state, ULT_ZOMBIE, memory_order_release);
+	if (t->bound)
+		ppl_unbind_vp(t);
+	if (t->detached) {
+		spin_unlock(&t->lock);
+		ult_recycle(t);
+		return;
+	}
+	struct ult *joiner = waitq_pop(&t->joinq);
+	spin_unlock(&t->lock);
+	if (joiner)
+		sched_wake(joiner);
+}
+
+void ppl_pthread_exit(void *result)
+{
+	struct ult *self = ult_self();
+	self->result = result;
+	key_run_destructors(self);
+	if (self->foreign && !self->is_main)
+		vp_kthread_exit(result);
+	/* glibc: when the last thread exits, the process exits with status 0. */
+	if (atomic_fetch_sub_explicit(&ppl_rt.nthreads, 1, memory_order_acq_rel) == 1)
+		exit(0);
+	if (self->foreign) {
+		/* The main thread before any other thread existed: nothing else runs. */
+		exit(0);
+	}
+	sched_exit(self);
+}
+
+/* ---- join and detach ------------------------------------------------------------------ */
+
+static bool stale(struct ult *t)
+{
+	return t == NULL || atomic_load_explicit(&t->state, memory_order_acquire) == ULT_FREE;
+}
+
+int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_t clk,
+	     bool try_only)
+{
+	struct ult *self = ult_self();
+	if (stale(t))
+		return ESRCH;
+	if (t == self)
+		return EDEADLK;
+	spin_lock(&t->lock);
+	if (t->detached || (t->joined && atomic_load(&t->state) != ULT_ZOMBIE)) {
+		spin_unlock(&t->lock);
+		return EINVAL;
+	}
+	if (t->joining == self) {   /* t is joining us: both would wait forever */
+		spin_unlock(&t->lock);
+		return EDEADLK;
+	}
+	while (atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE) {
+		if (try_only) {
+			spin_unlock(&t->lock);
+			return EBUSY;
+		}
+		t->joined = true;
+		self->joining = t;
+		waitq_push(&t->joinq, self);
+		int err = sched_park(&t->lock, &t->joinq, abstime, clk);
+		self->joining = NULL;
+		spin_lock(&t->lock);
+		if (err && atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE) {
+			t->joined = false;
+			spin_unlock(&t->lock);
+			return err;
+		}
+	}
+	t->joined = true;
+	spin_unlock(&t->lock);
+	if (res)
+		*res = t->result;
+	ult_recycle(t);
+	return 0;
+}
+
+int ppl_pthread_join(pthread_t t, void **res)
+{
+	return ult_join((struct ult *)t, res, NULL, CLOCK_REALTIME, false);
+}
+
+int ppl_pthread_tryjoin_np(pthread_t t, void **res)
+{
+	return ult_join((struct ult *)t, res, NULL, CLOCK_REALTIME, true);
+}
+
+int ppl_pthread_timedjoin_np(pthread_t t, void **res, const struct timespec *ts)
+{
+	if (ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L))
+		return EINVAL;
+	return ult_join((struct ult *)t, res, ts, CLOCK_REALTIME, false);
+}
+
+int ppl_pthread_clockjoin_np(pthread_t t, void **res, clockid_t c, const struct timespec *ts)
+{
+	if (c != CLOCK_REALTIME && c != CLOCK_MONOTONIC)
+		return EINVAL;
+	if (ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L))
+		return EINVAL;
+	return ult_join((struct ult *)t, res, ts, c, false);
+}
+
+int ppl_pthread_detach(pthread_t th)
+{
+	struct ult *t = (struct ult *)th;
+	if (stale(t))
+		return ESRCH;
+	spin_lock(&t->lock);
+	if (t->detached || t->joined) {
+		spin_unlock(&t->lock);
+		return EINVAL;
+	}
+	t->detached = true;
+	bool zombie = atomic_load_explicit(&t->state, memory_order_acquire) == ULT_ZOMBIE;
+	spin_unlock(&t->lock);
+	if (zombie)
+		ult_recycle(t);
+	return 0;
+}
+
+/* ---- identity ----------------------------------------------------------------------------- */
+
+pthread_t ppl_pthread_self(void)
+{
+	return (pthread_t)ult_self();
+}
+
+int ppl_pthread_equal(pthread_t a, pthread_t b)
+{
+	return a == b;
+}
+
+int ppl_pthread_yield(void)
+{
+	sched_yield_ult();
+	return 0;
+}
+
+int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
+{
+	struct ult *t = (struct ult *)th;
+	if (stale(t))
+		return ESRCH;
+	struct thread_attrs at = {
+		.stacksize = t->stack.size,
+		.stackaddr = t->stack.lo,
+		.guardsize = t->attr_guard,
+		.detachstate = t->detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE,
+		.scope = t->bound ? PTHREAD_SCOPE_SYSTEM : PTHREAD_SCOPE_PROCESS,
+		.inheritsched = t->inherit_sched ? PTHREAD_INHERIT_SCHED : PTHREAD_EXPLICIT_SCHED,
+		.policy = t->sched_policy,
+		.param = t->sched_param,
+	};
+	if (t->foreign && !t->is_main) {
+		int err = vp_kthread_stack(&at.stackaddr, &at.stacksize);
+		if (err)
+			return err;
+	}
+	return attr_write(a, &at);
+}
+
+/* ---- names ----------------------------------------------------------------------------------- */
+
+int ppl_pthread_setname_np(pthread_t th, const char *name)
+{
+	struct ult *t = (struct ult *)th;
+	if (stale(t))
+		return ESRCH;
+	size_t n = strlen(name);
+	if (n >= sizeof t->name)
+		return ERANGE;
+	memcpy(t->name, name, n + 1);
+	return 0;
+}
+
+int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
+{
+	struct ult *t = (struct ult *)th;
+	if (stale(t))
+		return ESRCH;
+	if (len < sizeof t->name)
+		return ERANGE;
+	if (t->name[0]) {
+		strcpy(buf, t->name);
+		return 0;
+	}
+	/* Unnamed: like a fresh kernel thread, it carries the program's name. */
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	ssize_t r = read(fd, buf, len - 1);
+	int err = r < 0 ? errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if (r > 0 && buf[r - 1] == '\n')
+		r--;
+	buf[r] = '\0';
+	return 0;
+}
+
+/* ---- scheduling parameters (kept per thread; the user-level scheduler is FIFO) -- */
+
+static int check_sched(int policy, const struct sched_param *p)
+{
+	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
+	    policy != SCHED_BATCH && policy != SCHED_IDLE)
+		return EINVAL;
+	int lo = sched_get_priority_min(policy), hi = sched_get_priority_max(policy);
+	if (p->sched_priority < lo || p->sched_priority > hi)
+		return EINVAL;
+	if ((policy == SCHED_FIFO || policy == SCHED_RR) && geteuid() != 0)
+		return EPERM;
+	return 0;
+}
+
+int ppl_pthread_setschedparam(pthread_t th, int policy, const struct sched_param *p)
+{
+	struct ult *t = (struct ult *)th;
+	if (stale(t))
+		return ESRCH;
+	int err = check_sched(policy, p);
+	if (err)
+		return err;
+	t->sched_policy = policy;
+	t->sched_param = *p;
+	return 0;
+}
+
+int ppl_pthread_getschedparam(pthread_t th, int *policy, struct sched_param *p)
+{
+	struct ult *t = (struct ult *)th;
+	if (stale(t))
+		return ESRCH;
+	*policy = t->sched_policy;
+	*p = t->sched_param;
+	return 0;
+}
+
+int ppl_pthread_setschedprio(pthread_t th, int prio)
+{
+	struct ult *t = (struct ult *)th;
+	if (stale(t))
+		return ESRCH;
+	struct sched_param p = { .sched_priority = prio };
+	int err = check_sched(t->sched_policy, &p);
+	if (err)
+		return err;
+	t->sched_param = p;
+	return 0;
+}

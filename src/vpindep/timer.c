@@ -1,0 +1,131 @@
+/* Per-VP deadline heaps for timed waits and sleeps.
+ *
+ * Invariants: a timer is on at most one heap (tm->owner), and only while
+ * TIMER_PENDING; heap and index change only under owner->timer_lock.
+ * Firing pops the timer under the lock, marks it TIMER_FIRING, and calls
+ * fire() without the lock; timer_cancel() waits out a firing timer, so once
+ * it returns the timer's memory may be reused (its thread may wait again).
+ * vp->next_deadline mirrors heap[0] so other VPs can look without the lock. */
+#include <stdlib.h>
+
+#include "pthread_impl.h"
+
+static void set_at(struct vproc *v, size_t i, struct timer *tm)
+{
+	v->heap[i] = tm;
+	tm->index = i;
+}
+
+static void sift_up(struct vproc *v, size_t i)
+{
+	struct timer *tm = v->heap[i];
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (v->heap[p]->deadline <= tm->deadline)
+			break;
+		set_at(v, i, v->heap[p]);
+		i = p;
+	}
+	set_at(v, i, tm);
+}
+
+static void sift_down(struct vproc *v, size_t i)
+{
+	struct timer *tm = v->heap[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= v->heap_len)
+			break;
+		if (c + 1 < v->heap_len && v->heap[c + 1]->deadline < v->heap[c]->deadline)
+			c++;
+		if (tm->deadline <= v->heap[c]->deadline)
+			break;
+		set_at(v, i, v->heap[c]);
+		i = c;
+	}
+	set_at(v, i, tm);
+}
+
+static void publish_next(struct vproc *v)
+{
+	int64_t d = v->heap_len ? v->heap[0]->deadline : INT64_MAX;
+	atomic_store_explicit(&v->next_deadline, d, memory_order_release);
+}
+
+static void heap_delete(struct vproc *v, size_t i)
+{
+	struct timer *last = v->heap[--v->heap_len];
+	if (i < v->heap_len) {
+		set_at(v, i, last);
+		sift_down(v, i);
+		sift_up(v, last->index);
+	}
+	publish_next(v);
+}
+
+void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	ppl_assert(v != NULL);
+	tm->deadline = deadline;
+	tm->fire = fire;
+	tm->owner = v;
+	spin_lock(&v->timer_lock);
+	if (v->heap_len == v->heap_cap) {
+		size_t cap = v->heap_cap ? 2 * v->heap_cap : 64;
+		struct timer **h = realloc(v->heap, cap * sizeof *h);
+		if (h == NULL) {
+			spin_unlock(&v->timer_lock);
+			ppl_fatal("out of memory for the timer heap of VP %d", v->vp.id);
+		}
+		v->heap = h;
+		v->heap_cap = cap;
+	}
+	atomic_store_explicit(&tm->state, TIMER_PENDING, memory_order_relaxed);
+	set_at(v, v->heap_len++, tm);
+	sift_up(v, tm->index);
+	publish_next(v);
+	spin_unlock(&v->timer_lock);
+}
+
+void timer_cancel(struct timer *tm)
+{
+	struct vproc *v = tm->owner;
+	if (v == NULL)
+		return;
+	if (atomic_load_explicit(&tm->state, memory_order_acquire) == TIMER_PENDING) {
+		spin_lock(&v->timer_lock);
+		if (atomic_load_explicit(&tm->state, memory_order_relaxed) == TIMER_PENDING) {
+			heap_delete(v, tm->index);
+			atomic_store_explicit(&tm->state, TIMER_IDLE, memory_order_relaxed);
+		}
+		spin_unlock(&v->timer_lock);
+	}
+	while (atomic_load_explicit(&tm->state, memory_order_acquire) == TIMER_FIRING)
+		cpu_relax();
+	tm->owner = NULL;
+}
+
+int64_t timer_run_expired(struct vproc *v)
+{
+	int64_t next = atomic_load_explicit(&v->next_deadline, memory_order_acquire);
+	if (next == INT64_MAX)
+		return -1;
+	int64_t now = clock_now_ns(CLOCK_MONOTONIC);
+	if (next > now)
+		return next - now;
+	for (;;) {
+		spin_lock(&v->timer_lock);
+		if (v->heap_len == 0 || v->heap[0]->deadline > now) {
+			int64_t left = v->heap_len ? v->heap[0]->deadline - now : -1;
+			spin_unlock(&v->timer_lock);
+			return left;
+		}
+		struct timer *tm = v->heap[0];
+		heap_delete(v, 0);
+		atomic_store_explicit(&tm->state, TIMER_FIRING, memory_order_relaxed);
+		spin_unlock(&v->timer_lock);
+		tm->fire(tm);
+		atomic_store_explicit(&tm->state, TIMER_IDLE, memory_order_release);
+	}
+}

@@ -1,0 +1,47 @@
+/* Intrusive FIFO of parked threads.
+ * Invariants: the owner's spin lock is held for every call; t->wait_q == q
+ * exactly while t is on q (so a timed-out waiter and its waker agree, under
+ * that lock, on who removes it). */
+#include "pthread_impl.h"
+
+void waitq_push(struct waitq *q, struct ult *t)
+{
+	t->next = NULL;
+	t->prev = q->tail;
+	if (q->tail)
+		q->tail->next = t;
+	else
+		q->head = t;
+	q->tail = t;
+	t->wait_q = q;
+}
+
+static void unlink_ult(struct waitq *q, struct ult *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		q->head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	else
+		q->tail = t->prev;
+	t->next = t->prev = NULL;
+	t->wait_q = NULL;
+}
+
+struct ult *waitq_pop(struct waitq *q)
+{
+	struct ult *t = q->head;
+	if (t)
+		unlink_ult(q, t);
+	return t;
+}
+
+bool waitq_remove(struct waitq *q, struct ult *t)
+{
+	if (t->wait_q != q)
+		return false;
+	unlink_ult(q, t);
+	return true;
+}
