@@ -1,0 +1,79 @@
+/* Portable reference implementation of context.h on getcontext/makecontext/
+ * swapcontext.  Slow (swapcontext changes the signal mask with a system
+ * call) but independent of any hand-written assembly: the assembly versions
+ * are tested against it.
+ *
+ * ucontext_t points into itself (uc_mcontext.fpregs on x86_64), so a
+ * struct ctx must not be copied or moved once ctx_make has filled it. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <ucontext.h>
+
+#include "context.h"
+
+/* Run the callback a ctx_switch_call left for the context now resuming.
+ * Cleared before the call: fn may switch again and come back here. */
+static void run_pending(struct ctx *self)
+{
+	ctx_fn fn = self->pending_fn;
+	if (fn != NULL) {
+		self->pending_fn = NULL;
+		fn(self->pending_arg);
+	}
+}
+
+/* makecontext passes only int arguments, so each 64-bit pointer arrives as
+ * two 32-bit halves (this also works where pointers are 32 bits). */
+static uintptr_t join(unsigned hi, unsigned lo)
+{
+	return (uintptr_t)(((uint64_t)hi << 32) | lo);
+}
+
+static void split(uintptr_t v, unsigned *hi, unsigned *lo)
+{
+	*hi = (unsigned)((uint64_t)v >> 32);
+	*lo = (unsigned)((uint64_t)v & 0xffffffffu);
+}
+
+static void trampoline(unsigned c_hi, unsigned c_lo, unsigned e_hi, unsigned e_lo,
+		       unsigned a_hi, unsigned a_lo)
+{
+	struct ctx *self = (struct ctx *)join(c_hi, c_lo);
+	ctx_fn entry = (ctx_fn)join(e_hi, e_lo);
+	run_pending(self);
+	entry((void *)join(a_hi, a_lo));
+	abort(); /* entry must never return */
+}
+
+void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *arg)
+{
+	/* getcontext cannot fail on Linux for the calling thread's own context. */
+	getcontext(&c->uc);
+	c->uc.uc_stack.ss_sp = stack_lo;
+	c->uc.uc_stack.ss_size = size;
+	c->uc.uc_link = NULL;
+	c->pending_fn = NULL;
+	c->pending_arg = NULL;
+	c->sp = NULL;
+	c->tls = NULL;
+	unsigned c_hi, c_lo, e_hi, e_lo, a_hi, a_lo;
+	split((uintptr_t)c, &c_hi, &c_lo);
+	split((uintptr_t)entry, &e_hi, &e_lo);
+	split((uintptr_t)arg, &a_hi, &a_lo);
+	makecontext(&c->uc, (void (*)(void))trampoline, 6, c_hi, c_lo, e_hi, e_lo, a_hi, a_lo);
+}
+
+void ctx_switch(struct ctx *from, struct ctx *to)
+{
+	swapcontext(&from->uc, &to->uc);
+	/* Resumed, possibly by a ctx_switch_call that left work for us. */
+	run_pending(from);
+}
+
+void ctx_switch_call(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg)
+{
+	to->pending_fn = fn;
+	to->pending_arg = arg;
+	swapcontext(&from->uc, &to->uc);
+	run_pending(from);
+}

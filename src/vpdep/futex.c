@@ -1,0 +1,55 @@
+/* Futex wait/wake: VP sleep and blocking of kernel threads libppl did not
+ * create.  All futexes are process-private: libppl objects are not
+ * PTHREAD_PROCESS_SHARED-capable across processes. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "futex.h"
+#include "vpdep.h"
+
+int futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
+	       clockid_t clk)
+{
+	if (abstime == NULL)
+		return futex_sys(addr, FUTEX_WAIT_PRIVATE, val, NULL, 0);
+	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+		return EINVAL;
+	/* The kernel rejects a negative tv_sec as invalid, but a deadline
+	 * before the epoch has simply passed. */
+	if (abstime->tv_sec < 0)
+		return ETIMEDOUT;
+	/* FUTEX_WAIT_BITSET takes an absolute time, so a wait that is
+	 * interrupted and retried by the caller keeps its deadline. */
+	if (clk == CLOCK_REALTIME)
+		return futex_sys(addr, FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME, val,
+				 abstime, FUTEX_BITSET_MATCH_ANY);
+	if (clk == CLOCK_MONOTONIC)
+		return futex_sys(addr, FUTEX_WAIT_BITSET_PRIVATE, val, abstime,
+				 FUTEX_BITSET_MATCH_ANY);
+	/* Any other clock: the kernel cannot wait on it, so translate the
+	 * deadline to CLOCK_MONOTONIC once.  Good enough for the clocks that
+	 * advance with real time (CLOCK_BOOTTIME, CLOCK_TAI); a CPU-time clock
+	 * is refused. */
+	if (clk == CLOCK_PROCESS_CPUTIME_ID || clk == CLOCK_THREAD_CPUTIME_ID || clk < 0)
+		return EINVAL;
+	struct timespec now;
+	if (clock_gettime(clk, &now) != 0)
+		return EINVAL;
+	int64_t left = timespec_to_ns(abstime) - timespec_to_ns(&now);
+	if (left <= 0)
+		return ETIMEDOUT;
+	int64_t mono = clock_now_ns(CLOCK_MONOTONIC);
+	struct timespec dl = ns_to_timespec(left > INT64_MAX - mono ? INT64_MAX : mono + left);
+	return futex_sys(addr, FUTEX_WAIT_BITSET_PRIVATE, val, &dl, FUTEX_BITSET_MATCH_ANY);
+}
+
+void futex_wake(_Atomic uint32_t *addr, int n)
+{
+	/* Errors are impossible for a valid private futex address; a bad
+	 * address is the caller's bug and shows up as a lost wake-up in tests. */
+	(void)futex_sys(addr, FUTEX_WAKE_PRIVATE, (uint32_t)(n < 0 ? INT_MAX : n), NULL, 0);
+}

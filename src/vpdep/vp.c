@@ -1,0 +1,200 @@
+/* Virtual processors, independent of how their kernel threads are made:
+ * backend selection, the calling thread's VP, the signal stack, and the
+ * suspend/resume handshake.  vp_<backend>.c creates and ends the threads.
+ *
+ * Suspend/resume protocol (no lost wake-up): the waker first publishes its
+ * work, then vp_resume increments vp->wakeword (release) and wakes the
+ * futex.  The sleeper loads wakeword (acquire) into `seen` before it looks
+ * for work, and vp_suspend sleeps only while wakeword still equals `seen`;
+ * the kernel compares the word under its futex-bucket lock.  If the sleeper
+ * missed the work, it read wakeword before the increment, so either the
+ * kernel sees the new value and returns at once, or the wake finds the
+ * sleeper queued. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "futex.h"
+#include "vp_backend.h"
+#include "vpdep.h"
+
+static const struct vp_backend *const backends[] = {
+	&vp_kthread_backend,
+};
+
+/* Set once at start-up (vp_backend_select) and read by every VP after. */
+static const struct vp_backend *_Atomic selected;
+
+/* Initial-exec: libppl is loaded at start-up (linked or LD_PRELOADed), so
+ * its TLS is static and the access is one %fs-relative load. */
+static __thread struct vp *current __attribute__((tls_model("initial-exec")));
+
+static const struct vp_backend *find(const char *name)
+{
+	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+		if (strcmp(backends[i]->name, name) == 0)
+			return backends[i];
+	return NULL;
+}
+
+int vp_backend_select(const char *name)
+{
+	const struct vp_backend *b = find(name != NULL ? name : PPL_DEFAULT_VP_BACKEND);
+	if (b == NULL)
+		return EINVAL;
+	atomic_store_explicit(&selected, b, memory_order_release);
+	return 0;
+}
+
+/* The selected backend; the build default if nobody chose one. */
+static const struct vp_backend *backend(void)
+{
+	const struct vp_backend *b = atomic_load_explicit(&selected, memory_order_acquire);
+	if (ppl_likely(b != NULL))
+		return b;
+	b = find(PPL_DEFAULT_VP_BACKEND);
+	/* meson's combo option makes the default one of the table's names. */
+	if (b == NULL)
+		abort();
+	const struct vp_backend *none = NULL;
+	/* Lose gracefully to a concurrent vp_backend_select. */
+	if (!atomic_compare_exchange_strong_explicit(&selected, &none, b, memory_order_acq_rel,
+						     memory_order_acquire))
+		b = none;
+	return b;
+}
+
+const char *vp_backend_name(void)
+{
+	return backend()->name;
+}
+
+/* noipa as well as noinline: if gcc proved this function pure it could
+ * reuse one call's result (and, in PIC code, the TLS address it computed)
+ * after a context switch that moved the caller to another kernel thread. */
+__attribute__((noinline, noipa)) struct vp *vp_current(void)
+{
+	return current;
+}
+
+/* Big enough for the overflow handler's own frames on top of the kernel's
+ * signal frame, whose size depends on the CPU's vector state (AVX-512). */
+static size_t altstack_size(void)
+{
+	/* With _GNU_SOURCE, glibc's MINSIGSTKSZ is itself a sysconf call. */
+	size_t min = (size_t)getauxval(AT_MINSIGSTKSZ);
+	if (min < (size_t)MINSIGSTKSZ)
+		min = (size_t)MINSIGSTKSZ;
+	size_t size = min * 4 > 65536 ? min * 4 : 65536;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return (size + page - 1) & ~(page - 1);
+}
+
+static int altstack_alloc(struct vp *vp)
+{
+	size_t size = altstack_size();
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+		       -1, 0);
+	if (p == MAP_FAILED)
+		return errno;
+	vp->altstack = p;
+	vp->altstack_size = size;
+	return 0;
+}
+
+static void altstack_free(struct vp *vp)
+{
+	if (vp->altstack == NULL)
+		return;
+	munmap(vp->altstack, vp->altstack_size);
+	vp->altstack = NULL;
+	vp->altstack_size = 0;
+}
+
+void vp_enter(struct vp *vp)
+{
+	current = vp;
+	if (vp->altstack != NULL) {
+		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
+		/* Cannot fail: the stack is large enough and we are not on it. */
+		sigaltstack(&ss, NULL);
+	}
+}
+
+void vp_leave(struct vp *vp)
+{
+	stack_t off = { .ss_flags = SS_DISABLE };
+	/* EPERM means we are running on the alternate stack: then it must
+	 * stay mapped, and leaking it is the only safe choice. */
+	if (vp->altstack != NULL && sigaltstack(&off, NULL) == 0)
+		altstack_free(vp);
+	current = NULL;
+}
+
+int vp_create(struct vp *vp, void (*main)(struct vp *))
+{
+	/* wakeword is left alone: a vp_resume issued before the thread
+	 * exists must still make its first vp_suspend return. */
+	vp->main = main;
+	/* Allocated here, not on the new thread, so that failure is reported. */
+	int err = altstack_alloc(vp);
+	if (err)
+		return err;
+	err = backend()->create(vp);
+	if (err)
+		goto fail_create;
+	return 0;
+
+fail_create:
+	altstack_free(vp);
+	return err;
+}
+
+void vp_adopt(struct vp *vp)
+{
+	backend()->adopt(vp);
+	/* Without an alternate stack a stack overflow is a plain SIGSEGV
+	 * death instead of a diagnosed one; not worth failing start-up for. */
+	if (altstack_alloc(vp) != 0) {
+		vp->altstack = NULL;
+		vp->altstack_size = 0;
+	}
+	vp_enter(vp);
+}
+
+_Noreturn void vp_terminate(void)
+{
+	struct vp *vp = vp_current();
+	if (vp != NULL)
+		vp_leave(vp);
+	backend()->terminate();
+	abort(); /* a backend's terminate returned */
+}
+
+void vp_suspend(struct vp *vp, uint32_t seen, int64_t timeout_ns)
+{
+	struct timespec ts;
+	const struct timespec *tsp = NULL;
+	if (timeout_ns >= 0) {
+		ts = ns_to_timespec(timeout_ns);
+		tsp = &ts;
+	}
+	/* Plain FUTEX_WAIT: its timeout is relative, as ours is.  EAGAIN
+	 * (already resumed), EINTR and ETIMEDOUT all mean "go and look". */
+	(void)futex_sys(&vp->wakeword, FUTEX_WAIT_PRIVATE, seen, tsp, 0);
+}
+
+void vp_resume(struct vp *vp)
+{
+	atomic_fetch_add_explicit(&vp->wakeword, 1, memory_order_release);
+	futex_sys(&vp->wakeword, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+}

@@ -1,0 +1,129 @@
+/* The "kthread" VP backend: each VP is a detached kernel thread made by the
+ * C library's pthread_create.
+ *
+ * libppl itself exports pthread_create and the pthread_attr_* functions, with
+ * its own object layouts, so every C library thread function used here is
+ * the next definition after ours, looked up with dlsym(RTLD_NEXT).  A plain
+ * call would create a user-level thread (or recurse).  The lookups run on
+ * first use, not in a constructor: a VP is first created long after the
+ * dynamic loader is done, and a foreign thread may need vp_kthread_stack
+ * before libppl's initialisation ran. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "vp_backend.h"
+#include "vpdep.h"
+
+_Static_assert(sizeof(pthread_t) == sizeof(uintptr_t), "vp->handle holds a pthread_t");
+
+/* The C library's functions, in the order of `names`. */
+enum {
+	REAL_CREATE,
+	REAL_EXIT,
+	REAL_SELF,
+	REAL_GETATTR_NP,
+	REAL_ATTR_INIT,
+	REAL_ATTR_SETDETACHSTATE,
+	REAL_ATTR_GETSTACK,
+	REAL_ATTR_DESTROY,
+	REAL_COUNT
+};
+
+static const char *const names[REAL_COUNT] = {
+	"pthread_create",     "pthread_exit",        "pthread_self",
+	"pthread_getattr_np", "pthread_attr_init",   "pthread_attr_setdetachstate",
+	"pthread_attr_getstack", "pthread_attr_destroy",
+};
+
+static void *_Atomic real[REAL_COUNT];
+
+/* dlsym is idempotent, so racing first callers just store the same value;
+ * release/acquire publishes it to callers on other kernel threads. */
+static void *resolve(int i)
+{
+	void *f = atomic_load_explicit(&real[i], memory_order_acquire);
+	if (ppl_likely(f != NULL))
+		return f;
+	f = dlsym(RTLD_NEXT, names[i]);
+	/* Without the C library's threads there is no kernel thread to run on. */
+	if (f == NULL)
+		abort();
+	atomic_store_explicit(&real[i], f, memory_order_release);
+	return f;
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef void (*exit_fn)(void *);
+typedef pthread_t (*self_fn)(void);
+typedef int (*getattr_fn)(pthread_t, pthread_attr_t *);
+typedef int (*attr_fn)(pthread_attr_t *);
+typedef int (*setdetach_fn)(pthread_attr_t *, int);
+typedef int (*getstack_fn)(const pthread_attr_t *, void **, size_t *);
+
+static void *kthread_main(void *p)
+{
+	struct vp *vp = p;
+	vp_enter(vp);
+	vp->main(vp);
+	/* main returned instead of calling vp_terminate: the same ending. */
+	vp_leave(vp);
+	return NULL;
+}
+
+static int kthread_create(struct vp *vp)
+{
+	pthread_attr_t a;
+	int err = ((attr_fn)resolve(REAL_ATTR_INIT))(&a);
+	if (err)
+		return err;
+	/* Detached: nobody joins a VP; its resources go when it ends. */
+	err = ((setdetach_fn)resolve(REAL_ATTR_SETDETACHSTATE))(&a, PTHREAD_CREATE_DETACHED);
+	if (err)
+		goto out;
+	/* The C library stores the handle before the thread starts, so the
+	 * new VP may read vp->handle at once. */
+	err = ((create_fn)resolve(REAL_CREATE))((pthread_t *)&vp->handle, &a, kthread_main, vp);
+out:
+	((attr_fn)resolve(REAL_ATTR_DESTROY))(&a);
+	return err;
+}
+
+static _Noreturn void kthread_terminate(void)
+{
+	((exit_fn)resolve(REAL_EXIT))(NULL);
+	abort();
+}
+
+static void kthread_adopt(struct vp *vp)
+{
+	vp->handle = (uintptr_t)((self_fn)resolve(REAL_SELF))();
+}
+
+const struct vp_backend vp_kthread_backend = {
+	.name = "kthread",
+	.create = kthread_create,
+	.terminate = kthread_terminate,
+	.adopt = kthread_adopt,
+};
+
+int vp_kthread_stack(void **lo, size_t *size)
+{
+	pthread_attr_t a;
+	pthread_t self = ((self_fn)resolve(REAL_SELF))();
+	/* For the main thread this parses /proc/self/maps and RLIMIT_STACK. */
+	int err = ((getattr_fn)resolve(REAL_GETATTR_NP))(self, &a);
+	if (err)
+		return err;
+	err = ((getstack_fn)resolve(REAL_ATTR_GETSTACK))(&a, lo, size);
+	((attr_fn)resolve(REAL_ATTR_DESTROY))(&a);
+	return err;
+}
+
+_Noreturn void vp_kthread_exit(void *result)
+{
+	((exit_fn)resolve(REAL_EXIT))(result);
+	abort();
+}

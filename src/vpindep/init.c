@@ -196,7 +196,8 @@ int ppl_bind_new_vp(struct ult *t)
 		sched_push(t);
 		return 0;
 	}
-	v = vproc_new(-1);
+	static _Atomic int bound_ids = PPL_MAX_VPS;   /* never mistaken for a shared VP */
+	v = vproc_new(atomic_fetch_add(&bound_ids, 1));
 	if (v == NULL)
 		return EAGAIN;
 	v->bound_to = t;

@@ -1,0 +1,154 @@
+/* x86_64 System V context switch for user-level threads.
+ *
+ * A suspended context is one frame on its own stack; struct ctx's `sp`
+ * (offset 0) points at it.  The frame is 64 bytes and 16-byte aligned:
+ *
+ *   sp + 0x00   MXCSR (4 bytes)   x87 control word (2 bytes)   pad (2)
+ *   sp + 0x08   r15
+ *   sp + 0x10   r14
+ *   sp + 0x18   r13
+ *   sp + 0x20   r12
+ *   sp + 0x28   rbx
+ *   sp + 0x30   rbp       \  together a standard frame record, so a
+ *   sp + 0x38   rip        / frame-pointer walk crosses the switch too
+ *
+ * Only callee-saved state is kept: the caller of ctx_switch has already
+ * spilled everything else, as for any call.  The MXCSR status flags and the
+ * x87 status word are not part of the ABI's preserved state, but their
+ * control fields are, so both control words travel with the thread.
+ * The signal mask is deliberately not switched (no system call): all user
+ * threads of a VP share its kernel thread's mask.
+ *
+ * A fresh frame (ctx_make, context_make.c) holds entry in rbx, its argument
+ * in r12, rbp = 0 and rip = ctx_trampoline.
+ *
+ * The CFI is valid on both sides of the stack switch because every frame,
+ * saved or fresh, has the same shape. */
+
+#ifdef __CET__
+#include <cet.h>
+#else
+#define _CET_ENDBR
+#endif
+
+#define FRAME_SIZE 0x40
+
+	.text
+
+/* Push the callee-saved registers and the control words; leaves %rsp at the
+ * new frame (16-byte aligned, since %rsp was 8 mod 16 on entry). */
+.macro SAVE_FRAME
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %rbp, 0
+	pushq	%rbx
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %rbx, 0
+	pushq	%r12
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %r12, 0
+	pushq	%r13
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %r13, 0
+	pushq	%r14
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %r14, 0
+	pushq	%r15
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %r15, 0
+	subq	$8, %rsp
+	.cfi_adjust_cfa_offset 8
+	stmxcsr	(%rsp)
+	fnstcw	4(%rsp)
+.endm
+
+/* Pop the frame at %rsp and return into the context it describes. */
+.macro RESTORE_FRAME_AND_RETURN
+	ldmxcsr	(%rsp)
+	fldcw	4(%rsp)
+	addq	$8, %rsp
+	.cfi_adjust_cfa_offset -8
+	popq	%r15
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r15
+	popq	%r14
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r14
+	popq	%r13
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r13
+	popq	%r12
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r12
+	popq	%rbx
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %rbx
+	popq	%rbp
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %rbp
+	ret
+.endm
+
+/* void ctx_switch(struct ctx *from %rdi, struct ctx *to %rsi) */
+	.globl	ctx_switch
+	.hidden	ctx_switch
+	.type	ctx_switch, @function
+	.p2align 4
+ctx_switch:
+	.cfi_startproc
+	_CET_ENDBR
+	SAVE_FRAME
+	movq	%rsp, (%rdi)
+	movq	(%rsi), %rsp
+	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
+	.size	ctx_switch, .-ctx_switch
+
+/* void ctx_switch_call(struct ctx *from %rdi, struct ctx *to %rsi,
+ *                      ctx_fn fn %rdx, void *arg %rcx)
+ *
+ * fn runs on `to`'s stack just below `to`'s saved frame: `from` is complete
+ * in memory by then, so fn may hand it to another VP, which may resume it
+ * at once; nothing here touches `from` or its stack after the store. */
+	.globl	ctx_switch_call
+	.hidden	ctx_switch_call
+	.type	ctx_switch_call, @function
+	.p2align 4
+ctx_switch_call:
+	.cfi_startproc
+	_CET_ENDBR
+	SAVE_FRAME
+	movq	%rsp, (%rdi)
+	movq	(%rsi), %rsp
+	/* %rsp is 16-byte aligned here, so fn sees the ABI's alignment.
+	 * Point %rbp at to's frame record: a frame-pointer walk from fn then
+	 * continues into to's callers, never into the stack we just left. */
+	leaq	0x30(%rsp), %rbp
+	movq	%rcx, %rdi
+	call	*%rdx
+	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
+	.size	ctx_switch_call, .-ctx_switch_call
+
+/* First code of a fresh context, reached by the `ret` of a switch with %rsp
+ * 16-byte aligned.  %rip is marked undefined so unwinders stop here, and
+ * %rbp = 0 ends frame-pointer walks.  entry must not return: trap if it does. */
+	.globl	ctx_trampoline
+	.hidden	ctx_trampoline
+	.type	ctx_trampoline, @function
+	.p2align 4
+	.cfi_startproc
+	.cfi_undefined %rip
+	/* Never executed: a debugger looks up the caller of a frame at its
+	 * return address minus one, which for a fresh frame must still fall
+	 * inside this FDE (the one saying "no caller"). */
+	nop
+ctx_trampoline:
+	xorl	%ebp, %ebp
+	movq	%r12, %rdi
+	call	*%rbx
+	ud2
+	.cfi_endproc
+	.size	ctx_trampoline, .-ctx_trampoline
+
+	.section .note.GNU-stack,"",@progbits
