@@ -1,0 +1,93 @@
+/* Helpers for the preload test programs.  Plain C and POSIX: the programs
+ * must build against the system <pthread.h> and run natively, so nothing
+ * here knows about libppl except through the environment the test sets. */
+#ifndef TP_UTIL_H
+#define TP_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Exit status 1 with the place and the failed condition. */
+#define CHECK(cond)                                                                  \
+	do {                                                                         \
+		if (!(cond)) {                                                       \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                              \
+			exit(1);                                                     \
+		}                                                                    \
+	} while (0)
+
+/* For functions that return 0 or an errno value (all of pthread_*). */
+#define CHECK_OK(call)                                                               \
+	do {                                                                         \
+		int tp_err_ = (call);                                                \
+		if (tp_err_ != 0) {                                                  \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+				strerror(tp_err_));                                  \
+			exit(1);                                                     \
+		}                                                                    \
+	} while (0)
+
+static inline long long tp_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The meson test sets PPL_EXPECT_ULT=1 when the program runs on libppl
+ * (relinked or preloaded): then its threads must be user-level threads. */
+static inline int tp_expect_ult(void)
+{
+	const char *s = getenv("PPL_EXPECT_ULT");
+	return s != NULL && strcmp(s, "1") == 0;
+}
+
+/* Kernel threads of this process, from the Threads: line of
+ * /proc/self/status; -1 if it cannot be read. */
+static inline int tp_kernel_threads(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (f == NULL)
+		return -1;
+	char line[256];
+	int n = -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* Most kernel threads a process on libppl may have: one VP per CPU (or
+ * PPL_VPS of them), plus a few for the main thread and helpers. */
+static inline int tp_ult_kernel_thread_bound(void)
+{
+	const char *s = getenv("PPL_VPS");
+	long vps = s != NULL ? strtol(s, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	return (int)vps + 4;
+}
+
+/* Check the kernel thread count while `alive` threads of the program exist
+ * besides main: on libppl it stays small; natively each thread is one. */
+static inline void tp_check_kernel_threads(int alive)
+{
+	int k = tp_kernel_threads();
+	CHECK(k > 0);
+	if (tp_expect_ult()) {
+		if (k > tp_ult_kernel_thread_bound()) {
+			fprintf(stderr, "%d threads alive on %d kernel threads: not user-level threads "
+					"(at most %d expected)\n",
+				alive, k, tp_ult_kernel_thread_bound());
+			exit(1);
+		}
+	} else {
+		CHECK(k >= alive + 1);
+	}
+	printf("%d threads alive, %d kernel threads\n", alive, k);
+}
+
+#endif
