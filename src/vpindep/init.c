@@ -128,6 +128,11 @@ int ppl_runtime_start(void)
 		vp_adopt(&v0->vp);
 		m->foreign = false;
 		m->vp = v0;
+		/* With TLS shared per VP, the main thread keeps the process's
+		 * original TLS block (libraries' state from before start-up, such
+		 * as a test harness's) by staying on VP 0; it migrates once every
+		 * thread has TLS of its own (issue 3). */
+		m->home = v0;
 		v0->current = m;
 		ctx_make(&v0->idle_ctx, v0->idle_stack.lo, v0->idle_stack.size, vp0_idle, v0);
 	} else if (vp_create(&v0->vp, sched_vp_main) != 0) {
@@ -192,6 +197,7 @@ int ppl_bind_new_vp(struct ult *t)
 	if (v) {
 		v->bound_to = t;
 		t->vp = v;
+		t->home = v;
 		atomic_store(&v->retired, false);
 		sched_push(t);
 		return 0;
@@ -202,12 +208,14 @@ int ppl_bind_new_vp(struct ult *t)
 		return EAGAIN;
 	v->bound_to = t;
 	t->vp = v;
+	t->home = v;
 	/* Queue the thread before the VP exists: its loop finds it at once. */
 	sched_push(t);
 	int err = vp_create(&v->vp, sched_vp_main);
 	if (err) {
 		free(v);
 		t->bound = false;
+		t->home = NULL;
 		return EAGAIN;
 	}
 	return 0;

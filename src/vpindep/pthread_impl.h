@@ -103,6 +103,8 @@ struct ult {
 	bool is_main;              /* the process's initial thread */
 	bool bound;                /* PTHREAD_SCOPE_SYSTEM: owns a VP of its own */
 	struct vproc *vp;          /* VP it last ran on (valid while on a run queue) */
+	struct vproc *home;        /* VP it must run on, or NULL: a bound thread's own
+				    * VP; VP 0 for the main thread in shared-TLS mode */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 
 	void *(*start)(void *);
@@ -131,10 +133,18 @@ struct ult {
 	int wait_result;           /* 0 or ETIMEDOUT */
 	struct timer timer;
 
-	/* thread-specific data: first block inline, the rest on demand */
-	void *specific_1st[PPL_KEY_BLOCK];
-	void **specific[PPL_KEY_BLOCKS];
-	bool specific_used;
+	/* thread-specific data (key.c), touched only by the thread itself: keys
+	 * 0..31 inline, block b (keys 32b..32b+31, b >= 1) calloc'd by the first
+	 * pthread_setspecific of a non-NULL value there; specific[0] is unused.
+	 * A slot's value counts only while its seq equals the key's, so a
+	 * deleted and re-created key reads NULL.  key_run_destructors clears
+	 * the slots and frees the blocks, so a recycled TCB starts empty. */
+	struct key_slot {
+		uintptr_t seq;
+		void *value;
+	} specific_1st[PPL_KEY_BLOCK];
+	struct key_slot *specific[PPL_KEY_BLOCKS];
+	bool specific_used;        /* a value was stored since the last clear */
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
 };

@@ -77,6 +77,26 @@ static struct ult *rq_pop(struct vproc *v)
 	return t;
 }
 
+/* Take the first thread of v's queue that may run on `self` (a thread with
+ * a home VP stays there).  Caller holds v->rq_lock. */
+static struct ult *rq_take_for(struct vproc *v, struct vproc *self)
+{
+	struct ult *prev = NULL;
+	for (struct ult *t = v->rq_head; t; prev = t, t = t->next) {
+		if (t->home && t->home != self)
+			continue;
+		if (prev == NULL)
+			return rq_take(v);
+		prev->next = t->next;
+		if (v->rq_tail == t)
+			v->rq_tail = prev;
+		t->next = NULL;
+		atomic_fetch_sub_explicit(&v->rq_len, 1, memory_order_relaxed);
+		return t;
+	}
+	return NULL;
+}
+
 static struct ult *steal(struct vproc *self)
 {
 	int n = ppl_rt.nvps_total;
@@ -88,7 +108,7 @@ static struct ult *steal(struct vproc *self)
 			continue;
 		if (!spin_try_lock(&v->rq_lock))
 			continue;
-		struct ult *t = rq_take(v);
+		struct ult *t = rq_take_for(v, self);
 		spin_unlock(&v->rq_lock);
 		if (t) {
 			self->stats.steals++;
@@ -141,13 +161,13 @@ static struct vproc *push_target(struct ult *t)
 void sched_push(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
-	if (ppl_unlikely(t->bound)) {
-		struct vproc *v = t->vp;
-		rq_push(v, t);
+	struct vproc *home = t->home;
+	if (ppl_unlikely(home != NULL)) {
+		rq_push(home, t);
 		atomic_thread_fence(memory_order_seq_cst);
 		int one = 1;
-		if (atomic_compare_exchange_strong(&v->sleeping, &one, 0))
-			vp_resume(&v->vp);
+		if (atomic_compare_exchange_strong(&home->sleeping, &one, 0))
+			vp_resume(&home->vp);
 		return;
 	}
 	rq_push(push_target(t), t);
@@ -202,7 +222,7 @@ static void requeue_cb(void *arg)
 {
 	struct ult *t = arg;
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
-	rq_push(t->bound ? t->vp : push_target(t), t);
+	rq_push(t->home ? t->home : push_target(t), t);
 }
 
 void sched_yield_ult(void)

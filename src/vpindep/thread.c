@@ -43,6 +43,7 @@ static struct ult *tcb_get(void)
 	t->next = t->prev = NULL;
 	t->foreign = t->is_main = t->bound = false;
 	t->vp = NULL;
+	t->home = NULL;
 	t->saved_errno = 0;
 	t->result = NULL;
 	spin_init(&t->lock);

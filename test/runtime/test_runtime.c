@@ -1,0 +1,186 @@
+/* The runtime as a user sees it: how many VPs, what an idle program costs,
+ * kernel threads libppl did not create, bound threads, concurrency. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <ppl.h>
+
+static int kernel_threads(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	int n = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void *nop(void *arg) { return arg; }
+
+static void start_runtime(void)
+{
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, nop, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+}
+
+/* Lazy start: no VP before the first pthread_create; then as many as the
+ * affinity mask allows, or PPL_VPS. */
+static void test_vp_count(void **state)
+{
+	assert_int_equal(ppl_vp_count(), 0);
+	assert_int_equal(kernel_threads(), 1);
+	start_runtime();
+	int want;
+	const char *env = getenv("PPL_VPS");
+	if (env) {
+		want = atoi(env);
+	} else {
+		cpu_set_t set;
+		assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+		want = CPU_COUNT(&set);
+	}
+	assert_int_equal(ppl_vp_count(), want);
+	assert_true(ppl_current_vp() >= 0 && ppl_current_vp() < want);
+	assert_true(kernel_threads() <= want + 1);
+}
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *sleeper(void *arg)
+{
+	for (int i = 0; i < 4; i++)
+		usleep(100000);
+	return arg;
+}
+
+/* Threads that sleep leave the VPs idle: idle VPs must sleep, not spin. */
+static void test_idle_uses_no_cpu(void **state)
+{
+	pthread_t t[8];
+	double c0 = cpu_seconds();
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, sleeper, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	double used = cpu_seconds() - c0;   /* over ~0.4 s of wall time */
+	print_message("CPU used while idle: %.1f ms\n", used * 1e3);
+	assert_true(used < 0.05);
+}
+
+/* A kernel thread libppl did not create (made with the C library's own
+ * pthread_create) uses mutexes and condition variables with user threads. */
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static int turn, rounds = 2000;
+
+static void *pingpong(void *arg)
+{
+	int me = (int)(long)arg;
+	for (int i = 0; i < rounds; i++) {
+		pthread_mutex_lock(&m);
+		while (turn != me)
+			pthread_cond_wait(&c, &m);
+		turn = !me;
+		pthread_cond_broadcast(&c);
+		pthread_mutex_unlock(&m);
+	}
+	return pthread_self() == pthread_self() ? arg : NULL;
+}
+
+static void test_foreign_kernel_thread(void **state)
+{
+	/* Look inside the C library itself: RTLD_NEXT would find libppl. */
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	assert_non_null(libc);
+	int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+		(int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+			dlsym(libc, "pthread_create");
+	int (*real_join)(pthread_t, void **) =
+		(int (*)(pthread_t, void **))dlsym(libc, "pthread_join");
+	assert_non_null(real_create);
+	assert_non_null(real_join);
+	int before = kernel_threads();
+	pthread_t k, u;
+	turn = 0;
+	assert_int_equal(real_create(&k, NULL, pingpong, (void *)0L), 0);
+	assert_int_equal(pthread_create(&u, NULL, pingpong, (void *)1L), 0);
+	void *rk, *ru;
+	assert_int_equal(pthread_join(u, &ru), 0);
+	assert_int_equal(real_join(k, &rk), 0);
+	assert_ptr_equal(ru, (void *)1L);
+	assert_ptr_equal(rk, (void *)0L);
+	assert_true(kernel_threads() <= before);
+}
+
+static void *where(void *arg)
+{
+	*(int *)arg = ppl_current_vp();
+	return NULL;
+}
+
+/* PTHREAD_SCOPE_SYSTEM: the thread gets a VP of its own, beyond the shared ones. */
+static void test_scope_system(void **state)
+{
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	assert_int_equal(pthread_attr_setscope(&a, PTHREAD_SCOPE_SYSTEM), 0);
+	for (int round = 0; round < 3; round++) {
+		int vp = -2;
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, &a, where, &vp), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_true(vp >= ppl_vp_count());
+	}
+	pthread_attr_destroy(&a);
+}
+
+static void test_setconcurrency(void **state)
+{
+	int n = ppl_vp_count();
+	assert_int_equal(pthread_setconcurrency(-1), EINVAL);
+	assert_int_equal(pthread_setconcurrency(n + 1), 0);
+	assert_int_equal(pthread_getconcurrency(), n + 1);
+	assert_int_equal(ppl_vp_count(), n + 1);
+	start_runtime();
+	assert_int_equal(pthread_setconcurrency(1), 0);
+	assert_int_equal(ppl_vp_count(), 1);
+	pthread_t t[16];
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, sleeper, NULL), 0);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(pthread_setconcurrency(0), 0);
+	assert_int_equal(pthread_getconcurrency(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vp_count),
+		cmocka_unit_test(test_idle_uses_no_cpu),
+		cmocka_unit_test(test_foreign_kernel_thread),
+		cmocka_unit_test(test_scope_system),
+		cmocka_unit_test(test_setconcurrency),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
