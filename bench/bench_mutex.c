@@ -1,6 +1,8 @@
 /* bench_mutex [THREADS] [N]: lock+unlock of one default mutex, N times per
  * thread (default 1 thread, 10^7 times).  One thread: the uncontended path,
- * in the main thread; more: all of them hammer the same mutex.
+ * in the main thread, measured twice: while the process is single-threaded
+ * (glibc then skips the bus lock) and again with a second thread alive;
+ * more: all of them hammer the same mutex.
  * ns per lock+unlock pair, over all threads. */
 #include <pthread.h>
 
@@ -20,6 +22,12 @@ static void *hammer(void *arg)
 	return arg;
 }
 
+static void *wait_barrier(void *arg)
+{
+	pthread_barrier_wait(arg);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	long threads = bench_arg(argc, argv, 1, 1);
@@ -32,6 +40,20 @@ int main(int argc, char **argv)
 	long long t0 = bench_now_ns();
 	if (threads == 1) {
 		hammer(NULL);
+		long long t1 = bench_now_ns();
+		printf("mutex-uncontended %.2f ns/op n=%ld\n", (double)(t1 - t0) / per_thread, per_thread);
+		/* Now with another thread alive, parked on a barrier. */
+		pthread_barrier_t b;
+		BENCH_OK(pthread_barrier_init(&b, NULL, 2));
+		BENCH_OK(pthread_create(&t[0], NULL, wait_barrier, &b));
+		t0 = bench_now_ns();
+		hammer(NULL);
+		t1 = bench_now_ns();
+		printf("mutex-uncontended-mt %.2f ns/op n=%ld\n", (double)(t1 - t0) / per_thread, per_thread);
+		pthread_barrier_wait(&b);   /* 0 or PTHREAD_BARRIER_SERIAL_THREAD */
+		BENCH_OK(pthread_join(t[0], NULL));
+		free(t);
+		return 0;
 	} else {
 		for (long i = 0; i < threads; i++)
 			BENCH_OK(pthread_create(&t[i], NULL, hammer, NULL));
@@ -44,10 +66,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	double ns = (double)(t1 - t0) / ((double)threads * per_thread);
-	if (threads == 1)
-		printf("mutex-uncontended %.2f ns/op n=%ld\n", ns, per_thread);
-	else
-		printf("mutex-contended-%ld %.2f ns/op n=%ld\n", threads, ns, per_thread);
+	printf("mutex-contended-%ld %.2f ns/op n=%ld\n", threads, ns, per_thread);
 	free(t);
 	return 0;
 }

@@ -41,6 +41,14 @@ __attribute__((noipa)) static int *errno_slot(void)
 
 /* ---- run queues ----------------------------------------------------------- */
 
+/* rq_len is written only under rq_lock (so no read-modify-write is needed)
+ * and read without it as a hint. */
+static inline void rq_len_add(struct vproc *v, long d)
+{
+	long n = atomic_load_explicit(&v->rq_len, memory_order_relaxed);
+	atomic_store_explicit(&v->rq_len, n + d, memory_order_relaxed);
+}
+
 static void rq_push(struct vproc *v, struct ult *t)
 {
 	t->next = NULL;
@@ -50,7 +58,7 @@ static void rq_push(struct vproc *v, struct ult *t)
 	else
 		v->rq_head = t;
 	v->rq_tail = t;
-	atomic_fetch_add_explicit(&v->rq_len, 1, memory_order_relaxed);
+	rq_len_add(v, 1);
 	spin_unlock(&v->rq_lock);
 }
 
@@ -62,7 +70,7 @@ static struct ult *rq_take(struct vproc *v)
 		if (v->rq_head == NULL)
 			v->rq_tail = NULL;
 		t->next = NULL;
-		atomic_fetch_sub_explicit(&v->rq_len, 1, memory_order_relaxed);
+		rq_len_add(v, -1);
 	}
 	return t;
 }
@@ -91,7 +99,7 @@ static struct ult *rq_take_for(struct vproc *v, struct vproc *self)
 		if (v->rq_tail == t)
 			v->rq_tail = prev;
 		t->next = NULL;
-		atomic_fetch_sub_explicit(&v->rq_len, 1, memory_order_relaxed);
+		rq_len_add(v, -1);
 		return t;
 	}
 	return NULL;
@@ -225,6 +233,11 @@ static void requeue_cb(void *arg)
 	rq_push(t->home ? t->home : push_target(t), t);
 }
 
+static void unlock_cb(void *lock)
+{
+	spin_unlock(lock);
+}
+
 void sched_yield_ult(void)
 {
 	struct vproc *v = this_vp();
@@ -232,21 +245,46 @@ void sched_yield_ult(void)
 		syscall(SYS_sched_yield);
 		return;
 	}
-	timer_run_expired(v);
+	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
+		timer_run_expired(v);
 	struct ult *self = v->current;
-	/* Nothing else to run here: stay (and let others steal nothing). */
-	if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0 &&
-	    (v->bound_to || ppl_rt.nvps_total == 1))
+	struct ult *next;
+	if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0) {
+		/* Nothing here: take a thread from another VP, if any. */
+		if (v->bound_to || ppl_rt.nvps_total == 1 || (next = find_work(v)) == NULL)
+			return;
+		next->vp = v;
+		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
+		v->current = next;
+		v->stats.switches++;
+		self->saved_errno = *errno_slot();
+		ctx_switch_call(&self->ctx, &next->ctx, requeue_cb, self);
+		*errno_slot() = self->saved_errno;
 		return;
-	struct ult *next = find_work(v);
-	if (next == NULL)
+	}
+	/* The common case, one lock round trip: swap self for the head of this
+	 * VP's queue.  Self is queued under the lock but invisible to thieves
+	 * until the lock is released, after the switch, by unlock_cb. */
+	spin_lock(&v->rq_lock);
+	next = rq_take(v);
+	if (next == NULL) {
+		spin_unlock(&v->rq_lock);
 		return;
+	}
+	atomic_store_explicit(&self->state, ULT_READY, memory_order_relaxed);
+	self->next = NULL;
+	if (v->rq_tail)
+		v->rq_tail->next = self;
+	else
+		v->rq_head = self;
+	v->rq_tail = self;
+	rq_len_add(v, 1);
 	next->vp = v;
 	atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = next;
 	v->stats.switches++;
 	self->saved_errno = *errno_slot();
-	ctx_switch_call(&self->ctx, &next->ctx, requeue_cb, self);
+	ctx_switch_call(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
 	*errno_slot() = self->saved_errno;
 }
 

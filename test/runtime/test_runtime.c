@@ -104,7 +104,7 @@ static void *pingpong(void *arg)
 		pthread_cond_broadcast(&c);
 		pthread_mutex_unlock(&m);
 	}
-	return pthread_self() == pthread_self() ? arg : NULL;
+	return pthread_equal(pthread_self(), pthread_self()) ? arg : NULL;
 }
 
 static void test_foreign_kernel_thread(void **state)
