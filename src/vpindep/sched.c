@@ -85,6 +85,8 @@ static struct ult *rq_pop(struct vproc *v)
 	return t;
 }
 
+static void wake_idle_vp(void);
+
 /* Take the first thread of v's queue that may run on `self` (a thread with
  * a home VP stays there).  Caller holds v->rq_lock. */
 static struct ult *rq_take_for(struct vproc *v, struct vproc *self)
@@ -120,6 +122,9 @@ static struct ult *steal(struct vproc *self)
 		spin_unlock(&v->rq_lock);
 		if (t) {
 			self->stats.steals++;
+			/* Work left behind: let another idle VP come for it. */
+			if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
+				wake_idle_vp();
 			return t;
 		}
 	}
@@ -178,8 +183,17 @@ void sched_push(struct ult *t)
 			vp_resume(&home->vp);
 		return;
 	}
-	rq_push(push_target(t), t);
-	wake_idle_vp();
+	struct vproc *target = push_target(t);
+	rq_push(target, t);
+	/* Work queued on a sleeping VP (a push from a bound VP or a foreign
+	 * thread) must not wait for a spinner that steals only one thread:
+	 * wake the owner of the queue itself. */
+	atomic_thread_fence(memory_order_seq_cst);
+	int one = 1;
+	if (target != this_vp() && atomic_compare_exchange_strong(&target->sleeping, &one, 0))
+		vp_resume(&target->vp);
+	else
+		wake_idle_vp();
 }
 
 void sched_ready_new(struct ult *t)
