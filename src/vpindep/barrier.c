@@ -1,0 +1,155 @@
+/* pthread_barrier_* and pthread_barrierattr_*.
+ *
+ * Invariants
+ *  - `arrived` counts the threads of the current round, under b->lock.  The
+ *    thread that makes it reach `count` resets it to 0, pops every waiter
+ *    of the round from q and wakes them after dropping the lock: it returns
+ *    PTHREAD_BARRIER_SERIAL_THREAD, they return 0.  So when the lock is
+ *    free again q holds only threads of the next round, and a barrier is
+ *    reusable at once: a thread of round N+1 can never be taken for one of
+ *    round N (no generation count is needed, and no spurious wake-ups:
+ *    sched_park without a deadline returns only when popped).
+ *  - A woken waiter never touches b again, so b can be destroyed as soon as
+ *    the round completes.  pthread_barrier_destroy with a round in progress
+ *    waits (parked on q, uncounted) until it completes, like glibc's.
+ *  - Process-shared barriers never use q: its first word is a generation
+ *    count, bumped (release) by the last arriver before a shared futex wake;
+ *    waiters block until it differs from the value read under b->lock. */
+#include <string.h>
+
+#include "parklot.h"
+#include "pthread_impl.h"
+
+#define BF_PSHARED 1u
+#define MAX_COUNT  (INT_MAX - 1u)   /* glibc refuses INT_MAX and above */
+
+struct barrier {
+	spin_t lock;                /* protects arrived and q */
+	uint32_t count;             /* threads per round; set at init */
+	uint32_t arrived;           /* threads of the current round so far */
+	uint32_t flags;             /* BF_*; set at init */
+	union {
+		struct waitq q;     /* private: waiters of the current round */
+		_Atomic uint32_t gen; /* pshared: rounds completed */
+	} u;
+};
+
+_Static_assert(sizeof(struct barrier) == sizeof(pthread_barrier_t), "barrier overlay size");
+_Static_assert(_Alignof(struct barrier) <= _Alignof(pthread_barrier_t), "barrier overlay alignment");
+
+struct barrierattr {
+	int pshared;
+};
+
+_Static_assert(sizeof(struct barrierattr) == sizeof(pthread_barrierattr_t), "barrierattr size");
+_Static_assert(_Alignof(struct barrierattr) <= _Alignof(pthread_barrierattr_t), "barrierattr align");
+
+static inline struct barrier *B(pthread_barrier_t *b)
+{
+	return (struct barrier *)b;
+}
+
+int ppl_pthread_barrier_init(pthread_barrier_t *pb, const pthread_barrierattr_t *a, unsigned count)
+{
+	if (count == 0 || count > MAX_COUNT)
+		return EINVAL;
+	struct barrier *b = B(pb);
+	memset(b, 0, sizeof *b);
+	b->count = count;
+	if (a && ((const struct barrierattr *)a)->pshared == PTHREAD_PROCESS_SHARED)
+		b->flags = BF_PSHARED;
+	return 0;
+}
+
+static int wait_pshared(struct barrier *b)
+{
+	spin_lock(&b->lock);
+	if (++b->arrived == b->count) {
+		b->arrived = 0;
+		atomic_fetch_add_explicit(&b->u.gen, 1, memory_order_release);
+		spin_unlock(&b->lock);
+		pshared_wake(&b->u.gen, INT_MAX);
+		return PTHREAD_BARRIER_SERIAL_THREAD;
+	}
+	uint32_t gen = atomic_load_explicit(&b->u.gen, memory_order_relaxed);
+	spin_unlock(&b->lock);
+	while (atomic_load_explicit(&b->u.gen, memory_order_acquire) == gen)
+		(void)pshared_wait(&b->u.gen, gen, -1);
+	return 0;
+}
+
+int ppl_pthread_barrier_wait(pthread_barrier_t *pb)
+{
+	struct barrier *b = B(pb);
+	if (b->flags & BF_PSHARED)
+		return wait_pshared(b);
+	spin_lock(&b->lock);
+	if (++b->arrived < b->count) {
+		waitq_push(&b->u.q, ult_self());
+		int err = sched_park(&b->lock, &b->u.q, NULL, CLOCK_MONOTONIC);
+		ppl_assert(err == 0);
+		return 0;
+	}
+	b->arrived = 0;
+	struct ult *chain = NULL, *t;
+	/* Popped threads stay BLOCKED until sched_wake: their link is ours. */
+	while ((t = waitq_pop(&b->u.q)) != NULL) {
+		t->next = chain;
+		chain = t;
+	}
+	spin_unlock(&b->lock);
+	while (chain) {
+		t = chain;
+		chain = t->next;
+		sched_wake(t);
+	}
+	return PTHREAD_BARRIER_SERIAL_THREAD;
+}
+
+int ppl_pthread_barrier_destroy(pthread_barrier_t *pb)
+{
+	struct barrier *b = B(pb);
+	spin_lock(&b->lock);
+	if (b->arrived == 0) {
+		spin_unlock(&b->lock);
+		return 0;
+	}
+	/* A round is in progress: wait for its last thread, as glibc does. */
+	if (b->flags & BF_PSHARED) {
+		uint32_t gen = atomic_load_explicit(&b->u.gen, memory_order_relaxed);
+		spin_unlock(&b->lock);
+		while (atomic_load_explicit(&b->u.gen, memory_order_acquire) == gen)
+			(void)pshared_wait(&b->u.gen, gen, -1);
+		return 0;
+	}
+	waitq_push(&b->u.q, ult_self());
+	int err = sched_park(&b->lock, &b->u.q, NULL, CLOCK_MONOTONIC);
+	ppl_assert(err == 0);
+	return 0;
+}
+
+int ppl_pthread_barrierattr_init(pthread_barrierattr_t *a)
+{
+	((struct barrierattr *)a)->pshared = PTHREAD_PROCESS_PRIVATE;
+	return 0;
+}
+
+int ppl_pthread_barrierattr_destroy(pthread_barrierattr_t *a)
+{
+	(void)a;
+	return 0;
+}
+
+int ppl_pthread_barrierattr_setpshared(pthread_barrierattr_t *a, int pshared)
+{
+	if (pshared != PTHREAD_PROCESS_PRIVATE && pshared != PTHREAD_PROCESS_SHARED)
+		return EINVAL;
+	((struct barrierattr *)a)->pshared = pshared;
+	return 0;
+}
+
+int ppl_pthread_barrierattr_getpshared(const pthread_barrierattr_t *a, int *pshared)
+{
+	*pshared = ((const struct barrierattr *)a)->pshared;
+	return 0;
+}

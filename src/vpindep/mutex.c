@@ -1,0 +1,488 @@
+/* pthread_mutex_* and pthread_mutexattr_*.
+ *
+ * The state word is a "futex mutex" (0 free, 1 locked, 2 locked and maybe
+ * waiters); the slow path adds a spin lock and a wait queue of ULTs.
+ *
+ * Invariants
+ *  - Uncontended lock is one CAS 0->1, uncontended unlock one CAS 1->0: no
+ *    spin lock, no call into the scheduler.
+ *  - A thread parks only after setting state to 2 with an exchange made
+ *    under m->lock, and only if that exchange did not return 0 (in which case
+ *    it owns the mutex).  An unlocker that finds 2 takes m->lock, sets 0,
+ *    pops one waiter and drops the lock before sched_wake: so a waiter is
+ *    either seen by that unlocker or sees the 0 itself (no lost wake-up).
+ *  - The woken thread is not handed the mutex: it competes again, setting 2
+ *    (there may be more waiters), and parks again at the tail if it loses.
+ *  - An unlocker touches the mutex only while it holds m->lock once the
+ *    state is 0; pthread_mutex_destroy takes and drops m->lock, so a mutex
+ *    may be freed as soon as destroy returns.
+ *  - `owner` and `count` are written only by the owner.  owner holds a
+ *    token of the thread (never compared by pointer with a thread that may
+ *    have been recycled); others compare it only with their own token.
+ *  - Process-shared mutexes never use the wait queue: they wait on the state
+ *    word with a shared kernel futex (parklot.c).
+ *  - `kind` is glibc's __kind at offset 16, with glibc's meaning, so
+ *    PTHREAD_*_MUTEX_INITIALIZER_NP objects of unmodified binaries work. */
+#include <sched.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "parklot.h"
+#include "pthread_impl.h"
+
+/* __kind bits, as glibc's pthreadP.h defines them */
+#define MK_TYPE      3u            /* PTHREAD_MUTEX_{TIMED,RECURSIVE,ERRORCHECK,ADAPTIVE}_NP */
+#define MK_ROBUST    16u
+#define MK_PI        32u
+#define MK_PP        64u
+#define MK_PSHARED   128u
+#define MK_ELISION   (256u | 512u) /* lock-elision hints: ignored */
+#define MK_CEIL_SHIFT 19           /* priority ceiling of a PP mutex (glibc keeps it in __lock) */
+#define MK_CEIL_MASK 0xfff80000u
+#define MK_VALID     (MK_TYPE | MK_ROBUST | MK_PI | MK_PP | MK_PSHARED | MK_ELISION | MK_CEIL_MASK)
+#define MK_DESTROYED (-1)
+
+/* pthread_mutexattr_t: glibc's `mutexkind` word */
+#define MA_PROTO_SHIFT 28
+#define MA_PROTO_MASK  0x30000000u
+#define MA_CEIL_SHIFT  12
+#define MA_CEIL_MASK   0x00fff000u
+#define MA_ROBUST      0x40000000u
+#define MA_PSHARED     0x80000000u
+#define MA_FLAGS       (MA_ROBUST | MA_PSHARED | MA_PROTO_MASK | MA_CEIL_MASK)
+
+#define SPINS          100         /* polls of a held lock before parking */
+#define ADAPTIVE_SPINS 1000
+
+struct mutex {
+	_Atomic uint32_t state;    /* 0 free, 1 locked, 2 locked and maybe waiters */
+	uint32_t count;            /* recursive: depth; written by the owner only */
+	_Atomic uint64_t owner;    /* owner's token, 0 if none; owner-tracking kinds only */
+	_Atomic int kind;          /* glibc __kind (offset 16); set at init */
+	spin_t lock;               /* protects q */
+	struct waitq q;            /* parked waiters, private mutexes only */
+};
+
+_Static_assert(sizeof(struct mutex) == sizeof(pthread_mutex_t), "mutex overlay size");
+_Static_assert(_Alignof(struct mutex) <= _Alignof(pthread_mutex_t), "mutex overlay alignment");
+_Static_assert(offsetof(struct mutex, kind) == 16, "__kind must stay at glibc's offset");
+
+struct mutexattr {
+	uint32_t mutexkind;        /* type | MA_* flags, glibc's encoding */
+};
+
+_Static_assert(sizeof(struct mutexattr) == sizeof(pthread_mutexattr_t), "mutexattr size");
+_Static_assert(_Alignof(struct mutexattr) <= _Alignof(pthread_mutexattr_t), "mutexattr align");
+
+static inline struct mutex *M(pthread_mutex_t *m)
+{
+	return (struct mutex *)m;
+}
+
+/* Kinds whose owner must be known: for EDEADLK, EPERM and recursion. */
+static inline bool tracks_owner(int kind)
+{
+	unsigned type = (unsigned)kind & MK_TYPE;
+	return PPL_DEBUG_CHECKS || type == PTHREAD_MUTEX_RECURSIVE_NP ||
+	       type == PTHREAD_MUTEX_ERRORCHECK_NP || ((unsigned)kind & (MK_ROBUST | MK_PI));
+}
+
+/* The calling thread's identity for `owner`.  Thread ids are unique within a
+ * process; a process-shared mutex adds the pid. */
+static uint64_t owner_token(int kind)
+{
+	uint64_t id = ult_self()->id;
+	if ((unsigned)kind & MK_PSHARED)
+		id = ((uint64_t)getpid() << 40) | (id & ((1ULL << 40) - 1));
+	return id;
+}
+
+static inline bool valid_nsec(const struct timespec *ts)
+{
+	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
+}
+
+static int fifo_prio_min(void)
+{
+	return sched_get_priority_min(SCHED_FIFO);
+}
+
+static int fifo_prio_max(void)
+{
+	return sched_get_priority_max(SCHED_FIFO);
+}
+
+/* ---- waiting ------------------------------------------------------------- */
+
+static int wait_pshared(struct mutex *m, const struct timespec *abstime, clockid_t clk)
+{
+	int64_t deadline = abstime ? deadline_mono_ns(abstime, clk) : -1;
+	while (atomic_exchange_explicit(&m->state, 2, memory_order_acquire) != 0) {
+		if (pshared_wait(&m->state, 2, deadline) == ETIMEDOUT)
+			return ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* The mutex was seen held: spin briefly, then park.  0, ETIMEDOUT or EINVAL. */
+static int acquire_slow(struct mutex *m, int kind, const struct timespec *abstime, clockid_t clk)
+{
+	/* The owner can be running only if there is another VP. */
+	if (ppl_rt.nvps > 1) {
+		int spins = ((unsigned)kind & MK_TYPE) == PTHREAD_MUTEX_ADAPTIVE_NP ? ADAPTIVE_SPINS : SPINS;
+		for (int i = 0; i < spins; i++) {
+			uint32_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
+			if (s == 0 && atomic_compare_exchange_weak_explicit(&m->state, &s, 1,
+					memory_order_acquire, memory_order_relaxed))
+				return 0;
+			cpu_relax();
+		}
+	}
+	if (abstime) {
+		/* As glibc: the time is checked only once the caller must wait. */
+		if (ppl_unlikely(!valid_nsec(abstime)))
+			return EINVAL;
+		if (abstime->tv_sec < 0)
+			return ETIMEDOUT;
+	}
+	if ((unsigned)kind & MK_PSHARED)
+		return wait_pshared(m, abstime, clk);
+
+	struct ult *self = ult_self();
+	for (;;) {
+		spin_lock(&m->lock);
+		if (atomic_exchange_explicit(&m->state, 2, memory_order_acquire) == 0) {
+			spin_unlock(&m->lock);
+			return 0;
+		}
+		waitq_push(&m->q, self);
+		int err = sched_park(&m->lock, &m->q, abstime, clk);
+		if (err != 0)
+			return err;
+	}
+}
+
+/* State was 2: release and wake one waiter. */
+static void release_slow(struct mutex *m, int kind)
+{
+	if ((unsigned)kind & MK_PSHARED) {
+		atomic_store_explicit(&m->state, 0, memory_order_release);
+		pshared_wake(&m->state, 1);
+		return;
+	}
+	spin_lock(&m->lock);
+	atomic_store_explicit(&m->state, 0, memory_order_release);
+	struct ult *t = waitq_pop(&m->q);
+	spin_unlock(&m->lock);
+	/* From here on m may already be destroyed and freed. */
+	if (t)
+		sched_wake(t);
+}
+
+static inline void release(struct mutex *m, int kind)
+{
+	uint32_t one = 1;
+	if (ppl_likely(atomic_compare_exchange_strong_explicit(&m->state, &one, 0,
+			memory_order_release, memory_order_relaxed)))
+		return;
+	if (one == 2)
+		release_slow(m, kind);
+	/* one == 0: unlocking an unlocked mutex; glibc ignores it as well. */
+}
+
+/* ---- lock and unlock ----------------------------------------------------- */
+
+/* Every kind but the uncontended default: mode 0 lock, 1 trylock, 2 timed. */
+static int lock_common(struct mutex *m, int kind, int mode, const struct timespec *abstime,
+		       clockid_t clk)
+{
+	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
+		return EINVAL;
+	unsigned type = (unsigned)kind & MK_TYPE;
+	uint64_t me = 0;
+	if (tracks_owner(kind)) {
+		me = owner_token(kind);
+		if (atomic_load_explicit(&m->owner, memory_order_relaxed) == me) {
+			if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
+				if (m->count == UINT32_MAX)
+					return EAGAIN;
+				m->count++;
+				return 0;
+			}
+			if (type == PTHREAD_MUTEX_ERRORCHECK_NP)
+				return mode == 1 ? EBUSY : EDEADLK;
+			/* other kinds deadlock (or time out) like glibc's */
+		}
+	}
+	uint32_t zero = 0;
+	if (!atomic_compare_exchange_strong_explicit(&m->state, &zero, 1, memory_order_acquire,
+						     memory_order_relaxed)) {
+		if (mode == 1)
+			return EBUSY;
+		int err = acquire_slow(m, kind, abstime, clk);
+		if (err != 0)
+			return err;
+	}
+	if (me != 0) {
+		atomic_store_explicit(&m->owner, me, memory_order_relaxed);
+		m->count = 1;
+	}
+	return 0;
+}
+
+int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
+{
+	struct mutex *m = M(pm);
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
+	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
+		       !PPL_DEBUG_CHECKS)) {
+		uint32_t zero = 0;
+		if (ppl_likely(atomic_compare_exchange_strong_explicit(&m->state, &zero, 1,
+				memory_order_acquire, memory_order_relaxed)))
+			return 0;
+		return acquire_slow(m, kind, NULL, CLOCK_REALTIME);
+	}
+	return lock_common(m, kind, 0, NULL, CLOCK_REALTIME);
+}
+
+int ppl_pthread_mutex_trylock(pthread_mutex_t *pm)
+{
+	struct mutex *m = M(pm);
+	return lock_common(m, atomic_load_explicit(&m->kind, memory_order_relaxed), 1, NULL,
+			   CLOCK_REALTIME);
+}
+
+int ppl_pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *ts)
+{
+	if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
+		return EINVAL;
+	struct mutex *m = M(pm);
+	return lock_common(m, atomic_load_explicit(&m->kind, memory_order_relaxed), 2, ts, clk);
+}
+
+int ppl_pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *ts)
+{
+	return ppl_pthread_mutex_clocklock(pm, CLOCK_REALTIME, ts);
+}
+
+int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
+{
+	struct mutex *m = M(pm);
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
+	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
+		       !PPL_DEBUG_CHECKS)) {
+		release(m, kind);
+		return 0;
+	}
+	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
+		return EINVAL;
+	if (tracks_owner(kind)) {
+		unsigned type = (unsigned)kind & MK_TYPE;
+		bool checked = type == PTHREAD_MUTEX_RECURSIVE_NP || type == PTHREAD_MUTEX_ERRORCHECK_NP ||
+			       ((unsigned)kind & (MK_ROBUST | MK_PI));
+		if (atomic_load_explicit(&m->owner, memory_order_relaxed) != owner_token(kind)) {
+			if (checked)
+				return EPERM;
+			ppl_fatal("pthread_mutex_unlock: mutex %p is not locked by the caller", (void *)pm);
+		}
+		if (type == PTHREAD_MUTEX_RECURSIVE_NP && --m->count != 0)
+			return 0;
+		atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
+	}
+	release(m, kind);
+	return 0;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+int ppl_pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *pa)
+{
+	uint32_t ak = pa ? ((const struct mutexattr *)pa)->mutexkind : PTHREAD_MUTEX_NORMAL;
+	unsigned proto = (ak & MA_PROTO_MASK) >> MA_PROTO_SHIFT;
+	/* glibc does not support robust priority-protected mutexes */
+	if (proto == PTHREAD_PRIO_PROTECT && (ak & MA_ROBUST))
+		return ENOTSUP;
+
+	int kind = (int)(ak & ~MA_FLAGS);
+	if (ak & MA_ROBUST)
+		kind |= MK_ROBUST;
+	if (proto == PTHREAD_PRIO_INHERIT)
+		kind |= MK_PI;
+	if (proto == PTHREAD_PRIO_PROTECT) {
+		int ceiling = (int)((ak & MA_CEIL_MASK) >> MA_CEIL_SHIFT);
+		if (ceiling < fifo_prio_min())
+			ceiling = fifo_prio_min();
+		kind |= (int)(MK_PP | ((unsigned)ceiling << MK_CEIL_SHIFT));
+	}
+	/* glibc also marks robust mutexes shared, for the kernel's robust-list
+	 * wake-ups; owner death is handled in user space here (docs/sync.md). */
+	if (ak & MA_PSHARED)
+		kind |= MK_PSHARED;
+
+	memset(pm, 0, sizeof *pm);
+	atomic_store_explicit(&M(pm)->kind, kind, memory_order_relaxed);
+	return 0;
+}
+
+int ppl_pthread_mutex_destroy(pthread_mutex_t *pm)
+{
+	struct mutex *m = M(pm);
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
+	if (((unsigned)kind & MK_ROBUST) == 0 &&
+	    atomic_load_explicit(&m->state, memory_order_relaxed) != 0)
+		return EBUSY;
+	/* Wait out an unlocker still inside release_slow. */
+	spin_lock(&m->lock);
+	spin_unlock(&m->lock);
+	atomic_store_explicit(&m->kind, MK_DESTROYED, memory_order_relaxed);
+	return 0;
+}
+
+/* Robust mutexes never become inconsistent here: owner death is not yet
+ * detected (docs/sync.md), so there is never anything to make consistent. */
+int ppl_pthread_mutex_consistent(pthread_mutex_t *pm)
+{
+	(void)pm;
+	return EINVAL;
+}
+
+int ppl_pthread_mutex_getprioceiling(const pthread_mutex_t *pm, int *prioceiling)
+{
+	int kind = atomic_load_explicit(&((struct mutex *)pm)->kind, memory_order_relaxed);
+	if (((unsigned)kind & MK_PP) == 0 || kind == MK_DESTROYED)
+		return EINVAL;
+	*prioceiling = (int)(((unsigned)kind & MK_CEIL_MASK) >> MK_CEIL_SHIFT);
+	return 0;
+}
+
+int ppl_pthread_mutex_setprioceiling(pthread_mutex_t *pm, int prioceiling, int *old)
+{
+	struct mutex *m = M(pm);
+	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
+	if (((unsigned)kind & MK_PP) == 0 || kind == MK_DESTROYED)
+		return EINVAL;
+	if (prioceiling < fifo_prio_min() || prioceiling > fifo_prio_max() ||
+	    (((unsigned)prioceiling << MK_CEIL_SHIFT) >> MK_CEIL_SHIFT) != (unsigned)prioceiling)
+		return EINVAL;
+	/* As glibc: the ceiling is changed with the mutex held. */
+	bool held = tracks_owner(kind) &&
+		    atomic_load_explicit(&m->owner, memory_order_relaxed) == owner_token(kind);
+	if (!held) {
+		int err = ppl_pthread_mutex_lock(pm);
+		if (err != 0)
+			return err;
+	}
+	if (old)
+		*old = (int)(((unsigned)kind & MK_CEIL_MASK) >> MK_CEIL_SHIFT);
+	kind = (int)(((unsigned)kind & ~MK_CEIL_MASK) | ((unsigned)prioceiling << MK_CEIL_SHIFT));
+	atomic_store_explicit(&m->kind, kind, memory_order_relaxed);
+	if (!held)
+		return ppl_pthread_mutex_unlock(pm);
+	return 0;
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static inline struct mutexattr *A(pthread_mutexattr_t *a)
+{
+	return (struct mutexattr *)a;
+}
+
+static inline const struct mutexattr *CA(const pthread_mutexattr_t *a)
+{
+	return (const struct mutexattr *)a;
+}
+
+int ppl_pthread_mutexattr_init(pthread_mutexattr_t *a)
+{
+	A(a)->mutexkind = PTHREAD_MUTEX_NORMAL;
+	return 0;
+}
+
+int ppl_pthread_mutexattr_destroy(pthread_mutexattr_t *a)
+{
+	(void)a;
+	return 0;
+}
+
+int ppl_pthread_mutexattr_settype(pthread_mutexattr_t *a, int type)
+{
+	if (type < PTHREAD_MUTEX_NORMAL || type > PTHREAD_MUTEX_ADAPTIVE_NP)
+		return EINVAL;
+	A(a)->mutexkind = (A(a)->mutexkind & MA_FLAGS) | (uint32_t)type;
+	return 0;
+}
+
+int ppl_pthread_mutexattr_gettype(const pthread_mutexattr_t *a, int *type)
+{
+	*type = (int)(CA(a)->mutexkind & ~MA_FLAGS & ~MK_ELISION);
+	return 0;
+}
+
+int ppl_pthread_mutexattr_setpshared(pthread_mutexattr_t *a, int pshared)
+{
+	if (pshared != PTHREAD_PROCESS_PRIVATE && pshared != PTHREAD_PROCESS_SHARED)
+		return EINVAL;
+	if (pshared == PTHREAD_PROCESS_SHARED)
+		A(a)->mutexkind |= MA_PSHARED;
+	else
+		A(a)->mutexkind &= ~MA_PSHARED;
+	return 0;
+}
+
+int ppl_pthread_mutexattr_getpshared(const pthread_mutexattr_t *a, int *pshared)
+{
+	*pshared = (CA(a)->mutexkind & MA_PSHARED) ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE;
+	return 0;
+}
+
+int ppl_pthread_mutexattr_setprotocol(pthread_mutexattr_t *a, int protocol)
+{
+	if (protocol != PTHREAD_PRIO_NONE && protocol != PTHREAD_PRIO_INHERIT &&
+	    protocol != PTHREAD_PRIO_PROTECT)
+		return EINVAL;
+	A(a)->mutexkind = (A(a)->mutexkind & ~MA_PROTO_MASK) | ((uint32_t)protocol << MA_PROTO_SHIFT);
+	return 0;
+}
+
+int ppl_pthread_mutexattr_getprotocol(const pthread_mutexattr_t *a, int *protocol)
+{
+	*protocol = (int)((CA(a)->mutexkind & MA_PROTO_MASK) >> MA_PROTO_SHIFT);
+	return 0;
+}
+
+int ppl_pthread_mutexattr_setprioceiling(pthread_mutexattr_t *a, int prioceiling)
+{
+	if (prioceiling < fifo_prio_min() || prioceiling > fifo_prio_max() ||
+	    (prioceiling & (int)(MA_CEIL_MASK >> MA_CEIL_SHIFT)) != prioceiling)
+		return EINVAL;
+	A(a)->mutexkind = (A(a)->mutexkind & ~MA_CEIL_MASK) | ((uint32_t)prioceiling << MA_CEIL_SHIFT);
+	return 0;
+}
+
+int ppl_pthread_mutexattr_getprioceiling(const pthread_mutexattr_t *a, int *prioceiling)
+{
+	int ceiling = (int)((CA(a)->mutexkind & MA_CEIL_MASK) >> MA_CEIL_SHIFT);
+	if (ceiling == 0)
+		ceiling = fifo_prio_min();
+	*prioceiling = ceiling;
+	return 0;
+}
+
+int ppl_pthread_mutexattr_setrobust(pthread_mutexattr_t *a, int robust)
+{
+	if (robust != PTHREAD_MUTEX_STALLED && robust != PTHREAD_MUTEX_ROBUST)
+		return EINVAL;
+	if (robust == PTHREAD_MUTEX_ROBUST)
+		A(a)->mutexkind |= MA_ROBUST;
+	else
+		A(a)->mutexkind &= ~MA_ROBUST;
+	return 0;
+}
+
+int ppl_pthread_mutexattr_getrobust(const pthread_mutexattr_t *a, int *robust)
+{
+	*robust = (CA(a)->mutexkind & MA_ROBUST) ? PTHREAD_MUTEX_ROBUST : PTHREAD_MUTEX_STALLED;
+	return 0;
+}
