@@ -245,6 +245,13 @@ static void block_init(char *tp)
 	F(tp, L->stack_guard, uintptr_t) = F(main_tp, L->stack_guard, uintptr_t);
 	F(tp, L->pointer_guard, uintptr_t) = F(main_tp, L->pointer_guard, uintptr_t);
 	F(tp, L->feature_1, uint32_t) = F(main_tp, L->feature_1, uint32_t);
+	/* glibc's own locks record the owner's tid: its internal rwlocks
+	 * report EDEADLK (and the caller goes on unlocked) when the owner
+	 * field equals the caller's tid, and "no writer" is 0.  Each block
+	 * gets a distinct id above the kernel's PID_MAX_LIMIT (2^22), so it
+	 * never equals a real thread's.  fork()'s child stores its real tid. */
+	static _Atomic int32_t next_tid = 1 << 30;
+	F(tp, L->tid, int32_t) = atomic_fetch_add_explicit(&next_tid, 1, memory_order_relaxed);
 	/* fork()'s child unlinks the forking thread's node from glibc's list. */
 	F(tp, L->list, char *) = tp + L->list;
 	F(tp, L->list + 8, char *) = tp + L->list;
@@ -386,4 +393,9 @@ void tls_mode_init(bool want_per_thread)
 	ctx_tls_setup();
 	mark_all_done(modules());
 	tls_per_thread = true;
+}
+
+void ppl_after_dlopen(void)
+{
+	tls_after_dlopen();
 }
