@@ -143,6 +143,7 @@ int ppl_runtime_start(void)
 			vp_set_current_in(tp, &v0->vp);
 			v0->idle_ctx.tls = tp;
 			m->ctx.tls = ctx_tls_self();
+			tls_adopt_main();
 		} else {
 			/* With TLS shared per VP, the main thread keeps the
 			 * process's original TLS block (libraries' state from

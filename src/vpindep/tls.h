@@ -19,6 +19,8 @@ extern bool tls_per_thread __attribute__((visibility("hidden")));
  * the C library's layout is not one libppl knows, fall back to shared TLS
  * and say so once on stderr. */
 void tls_mode_init(bool want_per_thread);
+/* The main thread becomes a user thread that may migrate (ppl_runtime_start). */
+void tls_adopt_main(void);
 /* A fresh, fully initialised block; returns its thread pointer or NULL.
  * Blocks are never freed: glibc keeps per-thread malloc state in them that
  * it frees only for threads it created, so the TCB pool reuses them. */

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -294,6 +295,20 @@ void tls_block_set_stack(void *tp, void *lo, size_t size)
 {
 	F(tp, L->stackblock, void *) = lo;
 	F(tp, L->stackblock_size, size_t) = size;
+}
+
+void tls_adopt_main(void)
+{
+	/* The main thread keeps its block but may now run on any VP, while
+	 * the kernel would go on writing VP 0's CPU into that block's rseq
+	 * area.  Unregister it: sched_getcpu() then asks the kernel, as in
+	 * every other user thread. */
+	int32_t *cpu_id = &F(main_tp, rseq_off + 4, int32_t);
+	const unsigned *rsize = dlsym(RTLD_DEFAULT, "__rseq_size");
+	if (*cpu_id >= 0 && rsize != NULL && *rsize != 0 &&
+	    syscall(SYS_rseq, main_tp + rseq_off, *rsize, 1 /* RSEQ_FLAG_UNREGISTER */,
+		    0x53053053 /* glibc's RSEQ_SIG on x86 */) == 0)
+		*cpu_id = -2;
 }
 
 /* ---- thread start and exit ---------------------------------------------------------- */
