@@ -127,6 +127,7 @@ ctx_switch_call:
 	.type	ctx_switch_tls, %function
 	.p2align 4
 ctx_switch_tls:
+	.cfi_startproc
 	SAVE_FRAME
 	mov	x9, sp
 	str	x9, [x0]
@@ -134,6 +135,7 @@ ctx_switch_tls:
 	msr	tpidr_el0, x10
 	mov	sp, x9
 	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
 	.size	ctx_switch_tls, .-ctx_switch_tls
 
 	.globl	ctx_switch_call_tls
@@ -141,6 +143,7 @@ ctx_switch_tls:
 	.type	ctx_switch_call_tls, %function
 	.p2align 4
 ctx_switch_call_tls:
+	.cfi_startproc
 	SAVE_FRAME
 	mov	x9, sp
 	str	x9, [x0]
@@ -151,6 +154,7 @@ ctx_switch_call_tls:
 	mov	x0, x3
 	blr	x2
 	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
 	.size	ctx_switch_call_tls, .-ctx_switch_call_tls
 
 /* First code of a fresh context; lr is undefined so unwinders stop, and
