@@ -1,5 +1,7 @@
 /* A library with initial-exec TLS loaded while user threads exist must be
- * initialised in their blocks (per-thread TLS: libppl wraps dlopen). */
+ * initialised in their blocks (per-thread TLS: libppl wraps dlopen); a
+ * library with dynamic TLS must start from its image in every thread,
+ * also in a thread whose pooled block a previous thread used. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +18,8 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int loaded;
 static int (*get)(void);
 static void (*set)(int);
+static int (*gd_get)(void);
+static void (*gd_set)(int);
 
 static void *worker(void *arg)
 {
@@ -25,17 +29,20 @@ static void *worker(void *arg)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
 	CHECK(get() == 1234);
+	CHECK(gd_get() == 77);
 	set((int)id);
+	gd_set((int)id + 1000);
 	for (int i = 0; i < 100; i++) {
 		sched_yield();
 		CHECK(get() == (int)id);
+		CHECK(gd_get() == (int)id + 1000);
 	}
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	CHECK(argc == 2);
+	CHECK(argc == 3);
 	pthread_t t[N];
 	for (long i = 0; i < N; i++)
 		CHECK_OK(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)));
@@ -49,6 +56,11 @@ int main(int argc, char **argv)
 	get = (int (*)(void))dlsym(h, "tt_ie_get");
 	set = (void (*)(int))dlsym(h, "tt_ie_set");
 	CHECK(get && set);
+	void *g = dlopen(argv[2], RTLD_NOW);
+	CHECK(g != NULL);
+	gd_get = (int (*)(void))dlsym(g, "tt_gd_get");
+	gd_set = (void (*)(int))dlsym(g, "tt_gd_set");
+	CHECK(gd_get && gd_set);
 	CHECK(get() == 1234);
 	pthread_mutex_lock(&mu);
 	loaded = 1;
@@ -56,10 +68,15 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < N; i++)
 		CHECK_OK(pthread_join(t[i], NULL));
-	/* Threads created afterwards start from the image as well. */
-	CHECK_OK(pthread_create(&t[0], NULL, worker, (void *)(intptr_t)99));
-	CHECK_OK(pthread_join(t[0], NULL));
+	/* Threads created afterwards (on reused blocks) start from the images. */
+	for (int round = 0; round < 3; round++) {
+		for (long i = 0; i < N; i++)
+			CHECK_OK(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(100 + i)));
+		for (int i = 0; i < N; i++)
+			CHECK_OK(pthread_join(t[i], NULL));
+	}
 	CHECK(get() == 1234);
+	CHECK(gd_get() == 77);
 	puts("ok");
 	return 0;
 }
