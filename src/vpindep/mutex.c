@@ -67,6 +67,8 @@ struct mutex {
 _Static_assert(sizeof(struct mutex) == sizeof(pthread_mutex_t), "mutex overlay size");
 _Static_assert(_Alignof(struct mutex) <= _Alignof(pthread_mutex_t), "mutex overlay alignment");
 _Static_assert(offsetof(struct mutex, kind) == 16, "__kind must stay at glibc's offset");
+/* Not required, but kept: debuggers and tests read the depth as __count. */
+_Static_assert(offsetof(struct mutex, count) == 4, "recursion depth at glibc's __count");
 
 struct mutexattr {
 	uint32_t mutexkind;        /* type | MA_* flags, glibc's encoding */

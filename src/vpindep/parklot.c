@@ -9,10 +9,11 @@
  *    whole bucket and the others re-check and park again.  Buckets are many
  *    and the users (pthread_once) rarely wait, so this is cheaper than
  *    keeping a key per waiter.
- *  - pshared_wait never blocks the VP for longer than SLICE_NS while the
- *    value is unchanged, and yields to this VP's other threads first: the
- *    thread it waits for may be a ready ULT of this very VP (one VP, or
- *    every VP blocked in the kernel), which would otherwise never run.
+ *  - pshared_wait blocks its VP in the kernel only while no ULT is ready
+ *    on any VP (it yields, running or stealing them, instead), and never
+ *    for longer than SLICE_NS at a time: the thread it waits for may be a
+ *    ready ULT of this very VP, or of one whose current thread is blocked
+ *    in the kernel as well, which would otherwise never run.
  *
  * The raw futex calls belong in vpdep (futex.c); vpdep's futex_wait is
  * process-private.  See docs/sync.md, "Missing pieces". */
@@ -73,6 +74,23 @@ void parklot_wake_all(_Atomic uint32_t *addr)
 	}
 }
 
+/* Is a ULT ready on any VP?  It may be the thread we wait for, queued on
+ * this VP or on one whose current thread is blocked in the kernel too. */
+static bool ready_work(void)
+{
+	struct vproc *self = (struct vproc *)vp_current();
+	if (self == NULL)
+		return false;         /* a foreign kernel thread runs no ULTs */
+	if (self->bound_to)           /* a bound VP runs nobody else's threads */
+		return atomic_load_explicit(&self->rq_len, memory_order_relaxed) > 0;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *v = ppl_rt.vps[i];
+		if (v && atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
+			return true;
+	}
+	return false;
+}
+
 int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
 {
 	for (;;) {
@@ -81,9 +99,11 @@ int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
 		int64_t now = clock_now_ns(CLOCK_MONOTONIC);
 		if (deadline_ns >= 0 && now >= deadline_ns)
 			return ETIMEDOUT;
-		sched_yield_ult();
-		if (atomic_load_explicit(addr, memory_order_acquire) != val)
-			return 0;
+		if (ready_work()) {
+			/* Run (or steal) it rather than block the VP under it. */
+			sched_yield_ult();
+			continue;
+		}
 		int64_t until = now + SLICE_NS;
 		if (deadline_ns >= 0 && deadline_ns < until)
 			until = deadline_ns;
