@@ -9,11 +9,14 @@
  *    whole bucket and the others re-check and park again.  Buckets are many
  *    and the users (pthread_once) rarely wait, so this is cheaper than
  *    keeping a key per waiter.
- *  - pshared_wait blocks its VP in the kernel only while no ULT is ready
- *    on any VP (it yields, running or stealing them, instead), and never
- *    for longer than SLICE_NS at a time: the thread it waits for may be a
- *    ready ULT of this very VP, or of one whose current thread is blocked
- *    in the kernel as well, which would otherwise never run.
+ *  - pshared_wait never blocks a shared VP in the kernel: the thread it
+ *    waits for may be a ULT queued on that very VP (always so with one VP),
+ *    and a VP blocked in the kernel neither runs its queue, nor lets it be
+ *    stolen, nor fires its timers.  A ULT on a shared VP polls instead,
+ *    sleeping as a ULT between looks (20 us doubling to 1 ms), so the VP
+ *    keeps running other threads.  Only a thread that owns its kernel
+ *    thread (foreign, or bound to its own VP) waits on the shared futex, in
+ *    slices of at most SLICE_NS.
  *
  * The raw futex calls belong in vpdep (futex.c); vpdep's futex_wait is
  * process-private.  See docs/sync.md, "Missing pieces". */
@@ -25,7 +28,9 @@
 #include "pthread_impl.h"
 
 #define NBUCKETS 64
-#define SLICE_NS 1000000       /* longest a pshared waiter keeps its VP blocked */
+#define SLICE_NS 1000000       /* kernel wait between two looks (foreign/bound) */
+#define NAP_MIN_NS 20000       /* a ULT's first poll interval ... */
+#define NAP_MAX_NS 1000000     /* ... doubling up to this */
 
 struct bucket {
 	spin_t lock;           /* protects q */
@@ -74,34 +79,31 @@ void parklot_wake_all(_Atomic uint32_t *addr)
 	}
 }
 
-/* Is a ULT ready on any VP?  It may be the thread we wait for, queued on
- * this VP or on one whose current thread is blocked in the kernel too. */
-static bool ready_work(void)
+/* A thread that may block its kernel thread in the kernel: a foreign one,
+ * or one bound to a VP of its own (PTHREAD_SCOPE_SYSTEM). */
+static bool owns_kthread(void)
 {
 	struct vproc *self = (struct vproc *)vp_current();
-	if (self == NULL)
-		return false;         /* a foreign kernel thread runs no ULTs */
-	if (self->bound_to)           /* a bound VP runs nobody else's threads */
-		return atomic_load_explicit(&self->rq_len, memory_order_relaxed) > 0;
-	for (int i = 0; i < ppl_rt.nvps_total; i++) {
-		struct vproc *v = ppl_rt.vps[i];
-		if (v && atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
-			return true;
-	}
-	return false;
+	return self == NULL || self->bound_to != NULL;
 }
 
 int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
 {
+	int64_t nap = NAP_MIN_NS;
 	for (;;) {
 		if (atomic_load_explicit(addr, memory_order_acquire) != val)
 			return 0;
 		int64_t now = clock_now_ns(CLOCK_MONOTONIC);
 		if (deadline_ns >= 0 && now >= deadline_ns)
 			return ETIMEDOUT;
-		if (ready_work()) {
-			/* Run (or steal) it rather than block the VP under it. */
-			sched_yield_ult();
+		if (!owns_kthread()) {
+			/* Poll, sleeping as a ULT: the VP runs others meanwhile. */
+			int64_t until = now + nap;
+			if (deadline_ns >= 0 && deadline_ns < until)
+				until = deadline_ns;
+			sched_sleep_until(until);
+			if (nap < NAP_MAX_NS)
+				nap *= 2;
 			continue;
 		}
 		int64_t until = now + SLICE_NS;

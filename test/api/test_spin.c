@@ -61,8 +61,8 @@ static void run_threads(int n, void *(*fn)(void *), void *arg)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
 }
 
-#define NTHREADS 16
-#define NITERS 20000
+#define NTHREADS 8
+#define NITERS 10000
 
 struct counter {
 	pthread_spinlock_t l;
