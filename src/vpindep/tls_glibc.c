@@ -319,19 +319,27 @@ void tls_thread_start(bool reused)
 		char *tp = ctx_tls_self();
 		struct vp *vp = vp_current();   /* libppl's own slot is reset too */
 		struct modtab *t = modules();
-		size_t ndtv = F(F(tp, L->dtvp, char *) - 16, 0, size_t);   /* dtv[-1].counter */
-		char *dtv = F(tp, L->dtvp, char *);
 		for (size_t i = 0; t && i < t->n; i++) {
 			const struct module *m = &t->m[i];
-			if (m->offset != 0) {
-				if (!is_libc(tp, m))
-					copy_image(tp - m->offset, m);
-			} else if (m->modid <= ndtv) {
-				/* Dynamic TLS the previous thread allocated. */
-				char *p = F(dtv, 16 * m->modid, char *);
-				if (p != NULL && p != (char *)-1)
-					copy_image(p, m);
-			}
+			if (m->offset != 0 && !is_libc(tp, m))
+				copy_image(tp - m->offset, m);
+		}
+		/* Dynamic TLS the previous thread allocated: give it back and mark
+		 * the slot unallocated, so __tls_get_addr makes a fresh copy on
+		 * first use.  (Copying the image into the old block instead would
+		 * be wrong if its module was dlclosed and the slot reused.)  The
+		 * DTV is {counter | {val, to_free}}[], with the length at [-1]. */
+		char *dtv = F(tp, L->dtvp, char *);
+		size_t ndtv = F(dtv - 16, 0, size_t);
+		char *static_lo = tp - static_size;
+		for (size_t id = 1; id <= ndtv; id++) {
+			char **val = &F(dtv, 16 * id, char *);
+			void **to_free = &F(dtv, 16 * id + 8, void *);
+			if (*val == (char *)-1 || *val == NULL || (*val >= static_lo && *val < tp))
+				continue;
+			free(*to_free);
+			*to_free = NULL;
+			*val = (char *)-1;   /* TLS_DTV_UNALLOCATED */
 		}
 		vp_set_current_in(tp, vp);
 	}
