@@ -7,6 +7,7 @@
 #ifndef PPL_CONTEXT_H
 #define PPL_CONTEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef PPL_CONTEXT_UCONTEXT
@@ -17,7 +18,9 @@ typedef void (*ctx_fn)(void *arg);
 
 struct ctx {
 	void *sp;     /* asm: saved stack pointer of a suspended context */
-	void *tls;    /* room for the thread's TLS base (FS / TPIDR_EL0); unused yet */
+	void *tls;    /* per-thread TLS mode: the thread pointer (FS base / TPIDR_EL0)
+		       * that ctx_switch_tls* installs when resuming this context;
+		       * set by the owner of the context, never by a switch */
 #ifdef PPL_CONTEXT_UCONTEXT
 	ucontext_t uc;
 	ctx_fn pending_fn;  /* run on this context right after it is entered */
@@ -36,5 +39,18 @@ void ctx_switch(struct ctx *from, struct ctx *to);
  * there, then resume `to`.  fn runs after `from` is completely saved, so it
  * may publish `from` (release a lock, make it runnable) without a race. */
 void ctx_switch_call(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg);
+
+/* Per-thread TLS variants: the same, and they also install to->tls as the
+ * thread pointer before anything runs on `to` (fn included).  from->tls is
+ * not saved: a context's thread pointer never changes while it lives. */
+void ctx_switch_tls(struct ctx *from, struct ctx *to);
+void ctx_switch_call_tls(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg);
+
+/* Choose how ctx_switch_tls* writes the thread pointer: the unprivileged
+ * instruction (wrfsbase, when the kernel enables FSGSBASE) or a system call.
+ * Called once, before the first ctx_switch_tls*.  Returns the choice made. */
+bool ctx_tls_setup(void);
+/* The calling context's thread pointer. */
+void *ctx_tls_self(void);
 
 #endif

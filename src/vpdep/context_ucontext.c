@@ -7,6 +7,8 @@
  * struct ctx must not be copied or moved once ctx_make has filled it. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 #include "context.h"
@@ -76,4 +78,39 @@ void ctx_switch_call(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg)
 	to->pending_arg = arg;
 	swapcontext(&from->uc, &to->uc);
 	run_pending(from);
+}
+
+/* The thread pointer is written before swapcontext: what still runs on
+ * from's side (the signal-mask system call) uses no TLS. */
+static void set_tp(void *tp)
+{
+#if defined(__x86_64__)
+	syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tp);
+#elif defined(__aarch64__)
+	__asm__ volatile("msr tpidr_el0, %0" : : "r"(tp));
+#else
+#error "per-thread TLS: no thread-pointer write for this architecture"
+#endif
+}
+
+void ctx_switch_tls(struct ctx *from, struct ctx *to)
+{
+	set_tp(to->tls);
+	ctx_switch(from, to);
+}
+
+void ctx_switch_call_tls(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg)
+{
+	set_tp(to->tls);
+	ctx_switch_call(from, to, fn, arg);
+}
+
+bool ctx_tls_setup(void)
+{
+	return false;
+}
+
+void *ctx_tls_self(void)
+{
+	return __builtin_thread_pointer();
 }

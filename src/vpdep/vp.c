@@ -35,7 +35,12 @@ static const struct vp_backend *const backends[] = {
 static const struct vp_backend *_Atomic selected;
 
 /* Initial-exec: libppl is loaded at start-up (linked or LD_PRELOADed), so
- * its TLS is static and the access is one %fs-relative load. */
+ * its TLS is static and the access is one %fs-relative load.
+ *
+ * With per-thread TLS every user thread has a block of its own, so this
+ * slot exists in each of them; whoever switches a thread in writes the VP
+ * into the thread's block first (vp_set_current_in).  Its offset from the
+ * thread pointer is the same in every block (static TLS). */
 static __thread struct vp *current __attribute__((tls_model("initial-exec")));
 
 static const struct vp_backend *find(const char *name)
@@ -84,6 +89,18 @@ const char *vp_backend_name(void)
 __attribute__((noinline, noipa)) struct vp *vp_current(void)
 {
 	return current;
+}
+
+void vp_set_current_in(void *tp, struct vp *vp)
+{
+	static ptrdiff_t off;
+	static _Atomic bool known;
+	if (ppl_unlikely(!atomic_load_explicit(&known, memory_order_acquire))) {
+		/* Racing first callers compute the same value. */
+		off = (char *)&current - (char *)ctx_tls_self();
+		atomic_store_explicit(&known, true, memory_order_release);
+	}
+	*(struct vp **)((char *)tp + off) = vp;
 }
 
 /* Big enough for the overflow handler's own frames on top of the kernel's

@@ -61,6 +61,9 @@ void vp_resume(struct vp *vp);
  * libppl did not create (a "foreign" thread).  Never cached across a context
  * switch: a user thread may resume on another VP. */
 struct vp *vp_current(void);
+/* Per-thread TLS: make vp_current() return `vp` in the TLS block whose
+ * thread pointer is tp (a user thread about to be switched in on vp). */
+void vp_set_current_in(void *tp, struct vp *vp);
 
 /* The calling kernel thread's own stack, as the C library knows it. 0 or errno. */
 int vp_kthread_stack(void **lo, size_t *size);

@@ -8,10 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "pthread_impl.h"
 
 size_t ppl_env_stack_size PPL_HIDDEN;
 long ppl_env_timeslice_us PPL_HIDDEN = 10000;
+bool ppl_env_tls_per_thread PPL_HIDDEN;
 
 static _Noreturn void bad(const char *var, const char *val, const char *expected)
 {
@@ -78,11 +80,10 @@ void ppl_env_init(void)
 	}
 
 	s = getenv("PPL_TLS");
-	if (s && strcmp(s, "shared") != 0) {
-		if (strcmp(s, "per-thread") == 0)
-			bad("PPL_TLS", s, "per-thread TLS is not available in this version; use 'shared'");
-		bad("PPL_TLS", s, "expected 'shared' or 'per-thread'");
-	}
+	const char *tls = s ? s : PPL_DEFAULT_TLS;
+	if (strcmp(tls, "shared") != 0 && strcmp(tls, "per-thread") != 0)
+		bad("PPL_TLS", tls, "expected 'shared' or 'per-thread'");
+	ppl_env_tls_per_thread = strcmp(tls, "per-thread") == 0;
 
 	ppl_env_timeslice_us = int_var("PPL_TIMESLICE_US", 100, 10000000, 10000,
 				       "expected a time slice in microseconds from 100 to 10000000");

@@ -23,6 +23,7 @@ void ppl_init(void)
 	if (atomic_exchange(&done, 1))
 		return;
 	ppl_env_init();
+	tls_mode_init(ppl_env_tls_per_thread);
 	struct ult *m = &ppl_rt.main_ult;
 	m->is_main = true;
 	m->foreign = true;
@@ -128,13 +129,28 @@ int ppl_runtime_start(void)
 		vp_adopt(&v0->vp);
 		m->foreign = false;
 		m->vp = v0;
-		/* With TLS shared per VP, the main thread keeps the process's
-		 * original TLS block (libraries' state from before start-up, such
-		 * as a test harness's) by staying on VP 0; it migrates once every
-		 * thread has TLS of its own (issue 3). */
-		m->home = v0;
 		v0->current = m;
 		ctx_make(&v0->idle_ctx, v0->idle_stack.lo, v0->idle_stack.size, vp0_idle, v0);
+		if (tls_per_thread) {
+			/* The main thread keeps the process's original block and
+			 * may migrate; VP 0's loop needs a block of its own. */
+			void *tp = tls_block_new();
+			if (tp == NULL) {
+				spin_unlock(&ppl_rt.lock);
+				return EAGAIN;
+			}
+			tls_block_set_stack(tp, v0->idle_stack.lo, v0->idle_stack.size);
+			vp_set_current_in(tp, &v0->vp);
+			v0->idle_ctx.tls = tp;
+			m->ctx.tls = ctx_tls_self();
+			tls_adopt_main();
+		} else {
+			/* With TLS shared per VP, the main thread keeps the
+			 * process's original TLS block (libraries' state from
+			 * before start-up, such as a test harness's) by staying
+			 * on VP 0. */
+			m->home = v0;
+		}
 	} else if (vp_create(&v0->vp, sched_vp_main) != 0) {
 		spin_unlock(&ppl_rt.lock);
 		return EAGAIN;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../vpdep/vpdep.h"
+#include "tls.h"
 #include "vpindep.h"
 
 #define PPL_HIDDEN __attribute__((visibility("hidden")))
@@ -106,6 +107,9 @@ struct ult {
 	struct vproc *home;        /* VP it must run on, or NULL: a bound thread's own
 				    * VP; VP 0 for the main thread in shared-TLS mode */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
+	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
+				    * pointer), made with the TCB and pooled with it */
+	bool tls_used;             /* the block has run a thread before */
 
 	void *(*start)(void *);
 	void *arg;
@@ -200,6 +204,7 @@ struct runtime {
 
 extern struct runtime ppl_rt PPL_HIDDEN;
 
+extern bool ppl_env_tls_per_thread PPL_HIDDEN;   /* PPL_TLS asks for per-thread */
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
 /* Start the VPs if they are not running yet. 0 or errno. */

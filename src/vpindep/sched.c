@@ -18,7 +18,11 @@
  *  - Foreign kernel threads (not created by libppl) have a TCB too; they
  *    park on a futex in their TCB instead of switching.
  *  - errno is per VP in shared-TLS mode: it is saved in the TCB when a thread
- *    switches out and restored when it resumes. */
+ *    switches out and restored when it resumes.  In per-thread TLS mode errno
+ *    is in the thread's own block and the switch installs that block; then
+ *    whoever switches a thread in first writes its VP into the block
+ *    (vp_set_current_in), since vp_current() reads it from there.  The idle
+ *    loop of a VP runs on the VP's own block, which always names the VP. */
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -234,6 +238,12 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 	}
 	v->current = next;
 	v->stats.switches++;
+	if (tls_per_thread) {
+		if (next)
+			vp_set_current_in(next->ctx.tls, &v->vp);
+		ctx_switch_call_tls(&self->ctx, to, fn, arg);
+		return;
+	}
 	self->saved_errno = *errno_slot();
 	ctx_switch_call(&self->ctx, to, fn, arg);
 	/* Resumed: possibly on another VP. */
@@ -271,6 +281,11 @@ void sched_yield_ult(void)
 		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 		v->current = next;
 		v->stats.switches++;
+		if (tls_per_thread) {
+			vp_set_current_in(next->ctx.tls, &v->vp);
+			ctx_switch_call_tls(&self->ctx, &next->ctx, requeue_cb, self);
+			return;
+		}
 		self->saved_errno = *errno_slot();
 		ctx_switch_call(&self->ctx, &next->ctx, requeue_cb, self);
 		*errno_slot() = self->saved_errno;
@@ -297,6 +312,11 @@ void sched_yield_ult(void)
 	atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = next;
 	v->stats.switches++;
+	if (tls_per_thread) {
+		vp_set_current_in(next->ctx.tls, &v->vp);
+		ctx_switch_call_tls(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
+		return;
+	}
 	self->saved_errno = *errno_slot();
 	ctx_switch_call(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
 	*errno_slot() = self->saved_errno;
@@ -469,6 +489,11 @@ static void run(struct vproc *v, struct ult *t)
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = t;
 	v->stats.switches++;
+	if (tls_per_thread) {
+		vp_set_current_in(t->ctx.tls, &v->vp);
+		ctx_switch_tls(&v->idle_ctx, &t->ctx);
+		return;
+	}
 	ctx_switch(&v->idle_ctx, &t->ctx);
 }
 
@@ -534,6 +559,10 @@ static void retire(struct vproc *v)
 void sched_vp_main(struct vp *vp)
 {
 	struct vproc *v = (struct vproc *)vp;
+	/* The loop runs on the VP's kernel thread's own block (VP 0: a block of
+	 * its own, set up by ppl_runtime_start). */
+	if (tls_per_thread && v->idle_ctx.tls == NULL)
+		v->idle_ctx.tls = ctx_tls_self();
 	for (;;) {
 		v->current = NULL;
 		int64_t left = run_timers(v);

@@ -39,6 +39,7 @@ static struct ult *tcb_get(void)
 			return NULL;
 		memset(t, 0, sizeof *t);
 	}
+
 	/* Reset everything but the pooled stack and the key blocks. */
 	t->next = t->prev = NULL;
 	t->foreign = t->is_main = t->bound = false;
@@ -133,6 +134,10 @@ struct ult *ult_foreign_self(void)
 static void ult_entry(void *arg)
 {
 	struct ult *t = arg;
+	if (tls_per_thread) {
+		tls_thread_start(t->tls_used);
+		t->tls_used = true;
+	}
 	errno = 0;
 	ppl_pthread_exit(t->start(t->arg));
 }
@@ -166,6 +171,10 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	struct ult *t = tcb_get();
 	if (t == NULL)
 		return EAGAIN;
+	if (tls_per_thread && t->tls == NULL && (t->tls = tls_block_new()) == NULL) {
+		tcb_put(t);
+		return EAGAIN;
+	}
 	err = give_stack(t, &at);
 	if (err) {
 		t->stack.lo = NULL;
@@ -186,6 +195,10 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		t->sched_param = at.param;
 	}
 	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
+	if (tls_per_thread) {
+		t->ctx.tls = t->tls;
+		tls_block_set_stack(t->tls, t->stack.lo, t->stack.size);
+	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
 	*out = (pthread_t)t;
 	if (at.scope == PTHREAD_SCOPE_SYSTEM) {
@@ -225,6 +238,9 @@ void ppl_pthread_exit(void *result)
 {
 	struct ult *self = ult_self();
 	self->result = result;
+	/* glibc's order: C++ thread_local destructors, then keys. */
+	if (tls_per_thread && !self->foreign)
+		tls_thread_exit();
 	key_run_destructors(self);
 	if (self->foreign && !self->is_main)
 		vp_kthread_exit(result);

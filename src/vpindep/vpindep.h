@@ -18,6 +18,8 @@
 
 /* Called once from the library constructor: read the environment. */
 void ppl_init(void);
+/* After a successful dlopen: initialise new static TLS in user threads. */
+void ppl_after_dlopen(void);
 /* Print PPL_STATS counters, if asked for (called at exit). */
 void ppl_stats_report(void);
 

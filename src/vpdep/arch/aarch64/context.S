@@ -119,6 +119,44 @@ ctx_switch_call:
 	.cfi_endproc
 	.size	ctx_switch_call, .-ctx_switch_call
 
+/* Per-thread TLS variants: TPIDR_EL0 := to->tls (struct ctx offset 8)
+ * before the frame is popped and before fn runs.  The register is writable
+ * from user mode: no system call, no feature check. */
+	.globl	ctx_switch_tls
+	.hidden	ctx_switch_tls
+	.type	ctx_switch_tls, %function
+	.p2align 4
+ctx_switch_tls:
+	.cfi_startproc
+	SAVE_FRAME
+	mov	x9, sp
+	str	x9, [x0]
+	ldp	x9, x10, [x1]
+	msr	tpidr_el0, x10
+	mov	sp, x9
+	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
+	.size	ctx_switch_tls, .-ctx_switch_tls
+
+	.globl	ctx_switch_call_tls
+	.hidden	ctx_switch_call_tls
+	.type	ctx_switch_call_tls, %function
+	.p2align 4
+ctx_switch_call_tls:
+	.cfi_startproc
+	SAVE_FRAME
+	mov	x9, sp
+	str	x9, [x0]
+	ldp	x9, x10, [x1]
+	msr	tpidr_el0, x10
+	mov	sp, x9
+	add	x29, sp, #0x50
+	mov	x0, x3
+	blr	x2
+	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
+	.size	ctx_switch_call_tls, .-ctx_switch_call_tls
+
 /* First code of a fresh context; lr is undefined so unwinders stop, and
  * x29 = 0 ends frame-pointer walks.  entry must not return. */
 	.globl	ctx_trampoline

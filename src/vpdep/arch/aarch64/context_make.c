@@ -1,5 +1,6 @@
 /* Initial frame of a fresh AArch64 context; the layout is the table at the
  * top of context.S, which this file must match word for word. */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "context.h"
@@ -26,4 +27,16 @@ void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *ar
 	f[20] = 0;  /* FPCR default: round to nearest, no traps, IEEE mode */
 	c->sp = f;
 	c->tls = NULL;
+}
+
+bool ctx_tls_setup(void)
+{
+	return true;   /* TPIDR_EL0 is always writable from user mode */
+}
+
+void *ctx_tls_self(void)
+{
+	void *tp;
+	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+	return tp;
 }

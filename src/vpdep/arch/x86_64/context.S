@@ -130,6 +130,74 @@ ctx_switch_call:
 	.cfi_endproc
 	.size	ctx_switch_call, .-ctx_switch_call
 
+/* ---- per-thread TLS variants ----------------------------------------------
+ *
+ * Same frames; in addition, to->tls (struct ctx offset 8) becomes the FS base
+ * before the frame is popped (and before fn runs).  wrfsbase costs a few
+ * cycles; without FSGSBASE (AT_HWCAP2 bit 1) the kernel's arch_prctl does
+ * it.  The choice is a byte set once by ctx_tls_setup: a well-predicted
+ * branch, which is cheaper than an indirect call.
+ *
+ * SET_FS: FS base := %rax.  Clobbers %rax, %rdi, %rsi, %rcx, %r11 and %rdx
+ * on the system-call path; callers keep what they need in callee-saved
+ * registers, which are dead here (the frame saved them, the pop restores
+ * to's). */
+.macro SET_FS
+	cmpb	$0, ctx_have_wrfsbase(%rip)
+	je	1f
+	wrfsbase %rax
+	jmp	2f
+1:	movq	%rax, %rsi
+	movl	$0x1002, %edi          /* ARCH_SET_FS */
+	movl	$158, %eax             /* SYS_arch_prctl */
+	syscall
+2:
+.endm
+
+/* void ctx_switch_tls(struct ctx *from %rdi, struct ctx *to %rsi) */
+	.globl	ctx_switch_tls
+	.hidden	ctx_switch_tls
+	.type	ctx_switch_tls, @function
+	.p2align 4
+ctx_switch_tls:
+	.cfi_startproc
+	_CET_ENDBR
+	SAVE_FRAME
+	movq	%rsp, (%rdi)
+	movq	(%rsi), %rbx
+	movq	8(%rsi), %rax
+	SET_FS
+	movq	%rbx, %rsp
+	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
+	.size	ctx_switch_tls, .-ctx_switch_tls
+
+/* void ctx_switch_call_tls(struct ctx *from %rdi, struct ctx *to %rsi,
+ *                          ctx_fn fn %rdx, void *arg %rcx)
+ * The FS base is written while still on from's stack, but after from's
+ * frame is stored; nothing publishes from until fn runs. */
+	.globl	ctx_switch_call_tls
+	.hidden	ctx_switch_call_tls
+	.type	ctx_switch_call_tls, @function
+	.p2align 4
+ctx_switch_call_tls:
+	.cfi_startproc
+	_CET_ENDBR
+	SAVE_FRAME
+	movq	%rsp, (%rdi)
+	movq	%rdx, %r12
+	movq	%rcx, %r13
+	movq	(%rsi), %rbx
+	movq	8(%rsi), %rax
+	SET_FS
+	movq	%rbx, %rsp
+	leaq	0x30(%rsp), %rbp
+	movq	%r13, %rdi
+	call	*%r12
+	RESTORE_FRAME_AND_RETURN
+	.cfi_endproc
+	.size	ctx_switch_call_tls, .-ctx_switch_call_tls
+
 /* First code of a fresh context, reached by the `ret` of a switch with %rsp
  * 16-byte aligned.  %rip is marked undefined so unwinders stop here, and
  * %rbp = 0 ends frame-pointer walks.  entry must not return: trap if it does. */

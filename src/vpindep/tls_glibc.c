@@ -1,0 +1,424 @@
+/* Per-thread TLS on glibc: everything libppl knows about glibc's thread
+ * descriptor lives in this file (docs/tls.md).
+ *
+ * A user thread's block comes from ld.so's own allocator
+ * (_dl_allocate_tls, GLIBC_PRIVATE), so its static TLS and DTV have the
+ * layout every module's TLS accesses expect.  The descriptor (struct
+ * pthread) at the thread pointer is all zeros; the fields set in
+ * block_init are the ones glibc reads in a thread it did not create and
+ * that break something when zero (the list in docs/tls.md says what).
+ *
+ * Start-up gate: the field offsets come from a table for the glibc
+ * versions libppl was checked against.  The offsets glibc publishes for
+ * libthread_db (_thread_db_* descriptors) and the main thread's own
+ * descriptor must agree with the table, or libppl falls back to shared TLS.
+ *
+ * Reuse: blocks are pooled with their TCBs (glibc's per-thread malloc
+ * state in them is freed only for threads glibc created).  A reused block
+ * is made to look fresh on the thread itself (tls_thread_start): the init
+ * image of every module except the C library is copied again, and the C
+ * library's visible per-thread state (errno, locale) is reset.  The C
+ * library's module is left alone because it holds the malloc tcache and
+ * arena of the block, which must survive. */
+#include <dlfcn.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <locale.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+#include "tls.h"
+
+bool tls_per_thread PPL_HIDDEN;
+
+/* The descriptor fields libppl writes, as offsets from the thread pointer.
+ * The first group is cross-checked with glibc's _thread_db_* descriptors. */
+struct layout {
+	const char *version;
+	uint32_t sizeof_pthread, list, tid, specific, dtvp, cancelhandling, start_routine;
+	/* not published by glibc: checked against the main thread where it can be */
+	uint32_t multiple_threads, stack_guard, pointer_guard, feature_1;
+	uint32_t robust_prev, robust_head, specific_1st, stackblock, stackblock_size, res;
+	int64_t rseq_offset;
+};
+
+#if defined(__x86_64__)
+static const struct layout known[] = {
+	{ "2.36", 2368, 704, 720, 1296, 8, 776, 1592,
+	  24, 40, 48, 72,
+	  728, 736, 784, 1680, 1688, 1720,
+	  2336 },
+};
+#else
+static const struct layout known[1];   /* none checked yet: shared TLS */
+#endif
+
+static const struct layout *L;
+
+/* Resolved once by the gate. */
+static void *(*allocate_tls)(void *);
+static void (*get_tls_static_info)(size_t *, size_t *);
+static void (*call_tls_dtors)(void);
+static ptrdiff_t resp_off;        /* __resp, from the thread pointer */
+static ptrdiff_t rseq_off;        /* __rseq_offset */
+static size_t static_size;        /* static TLS area + descriptor */
+static uint32_t lm_tls_modid, lm_tls_offset;   /* struct link_map fields */
+static char *main_tp;
+
+/* Every block ever made (they are never freed), for tls_after_dlopen. */
+static spin_t blocks_lock;
+static void **blocks;
+static size_t nblocks, cap_blocks;
+
+#define F(tp, off, type) (*(type *)((char *)(tp) + (off)))
+
+static const uint32_t *db(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+/* _thread_db_<field> is {bits, count, offset}; _thread_db_sizeof_* one word. */
+static bool db_field(const char *name, uint32_t off)
+{
+	const uint32_t *d = db(name);
+	return d != NULL && d[2] == off;
+}
+
+static const char *gate(void)
+{
+	const char *v = gnu_get_libc_version();
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (known[i].version && strcmp(known[i].version, v) == 0)
+			L = &known[i];
+	if (L == NULL)
+		return "C library version or architecture not known to libppl";
+	const uint32_t *sz = db("_thread_db_sizeof_pthread");
+	if (sz == NULL || sz[0] != L->sizeof_pthread || !db_field("_thread_db_pthread_list", L->list) ||
+	    !db_field("_thread_db_pthread_tid", L->tid) ||
+	    !db_field("_thread_db_pthread_specific", L->specific) ||
+	    !db_field("_thread_db_pthread_dtvp", L->dtvp) ||
+	    !db_field("_thread_db_pthread_cancelhandling", L->cancelhandling) ||
+	    !db_field("_thread_db_pthread_start_routine", L->start_routine))
+		return "struct pthread layout differs from the known one";
+	const uint32_t *m = db("_thread_db_link_map_l_tls_modid");
+	const uint32_t *o = db("_thread_db_link_map_l_tls_offset");
+	if (m == NULL || o == NULL)
+		return "link_map TLS fields not published";
+	lm_tls_modid = m[2];
+	lm_tls_offset = o[2];
+
+	allocate_tls = (void *(*)(void *))dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
+	get_tls_static_info = (void (*)(size_t *, size_t *))dlvsym(
+		RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
+	call_tls_dtors = (void (*)(void))dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
+	const ptrdiff_t *rs = dlsym(RTLD_DEFAULT, "__rseq_offset");
+	char *resp = dlsym(RTLD_DEFAULT, "__resp");   /* this (main) thread's slot */
+	if (!allocate_tls || !get_tls_static_info || !call_tls_dtors || !rs || !resp)
+		return "a GLIBC_PRIVATE entry point is missing";
+	if (*rs != L->rseq_offset)
+		return "rseq area at an unknown offset";
+	rseq_off = *rs;
+
+	/* The main thread's descriptor, which glibc filled itself. */
+	main_tp = ctx_tls_self();
+	resp_off = resp - main_tp;
+	if (F(main_tp, 16, char *) != main_tp || F(main_tp, L->tid, pid_t) != getpid() ||
+	    F(main_tp, L->robust_head, char *) != main_tp + L->robust_head ||
+	    F(main_tp, L->robust_head + 8, long) != -32 ||
+	    F(main_tp, L->list, void *) == NULL || resp_off >= 0)
+		return "the main thread's descriptor does not match the known layout";
+	size_t align;
+	get_tls_static_info(&static_size, &align);
+	return NULL;
+}
+
+/* ---- static TLS images of the loaded modules ----------------------------------- */
+
+struct module {
+	size_t modid;
+	ptrdiff_t offset;      /* static block at tp - offset; 0 if dynamic */
+	const void *image;
+	size_t filesz, memsz;
+};
+
+struct modtab {
+	unsigned long long adds, subs;
+	size_t n;
+	struct module m[];
+};
+
+static struct modtab *_Atomic modtab;   /* immutable snapshots; old ones leak */
+
+static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *as = arg;
+	as[0] = info->dlpi_adds;
+	as[1] = info->dlpi_subs;
+	return 1;
+}
+
+struct collect {
+	struct modtab *t;
+	size_t cap;
+};
+
+static int collect_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct collect *c = arg;
+	if (info->dlpi_tls_modid == 0)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_TLS || c->t->n >= c->cap)
+			continue;
+		c->t->m[c->t->n++] = (struct module){
+			.modid = info->dlpi_tls_modid,
+			.image = (const char *)info->dlpi_addr + ph->p_vaddr,
+			.filesz = ph->p_filesz,
+			.memsz = ph->p_memsz,
+		};
+	}
+	return 0;
+}
+
+/* The loaded modules with TLS; static offsets from their link_maps. */
+static struct modtab *modules(void)
+{
+	unsigned long long as[2] = { 0, 0 };
+	dl_iterate_phdr(count_cb, as);
+	struct modtab *t = atomic_load_explicit(&modtab, memory_order_acquire);
+	if (t && t->adds == as[0] && t->subs == as[1])
+		return t;
+	size_t cap = 256;
+	struct modtab *nt = malloc(sizeof *nt + cap * sizeof nt->m[0]);
+	if (nt == NULL)
+		return t;
+	nt->adds = as[0];
+	nt->subs = as[1];
+	nt->n = 0;
+	struct collect c = { nt, cap };
+	dl_iterate_phdr(collect_cb, &c);
+	for (struct link_map *lm = _r_debug.r_map; lm; lm = lm->l_next) {
+		size_t id = F(lm, lm_tls_modid, size_t);
+		ptrdiff_t off = F(lm, lm_tls_offset, ptrdiff_t);
+		if (id == 0 || off == 0 || off == -1)   /* no TLS, or dynamic */
+			continue;
+		for (size_t i = 0; i < nt->n; i++)
+			if (nt->m[i].modid == id)
+				nt->m[i].offset = off;
+	}
+	atomic_store_explicit(&modtab, nt, memory_order_release);
+	return nt;
+}
+
+static void copy_image(char *dst, const struct module *m)
+{
+	memcpy(dst, m->image, m->filesz);
+	memset(dst + m->filesz, 0, m->memsz - m->filesz);
+}
+
+/* The C library's module: the one whose static block holds errno. */
+static bool is_libc(char *tp, const struct module *m)
+{
+	char *lo = tp - m->offset;
+	char *e = (char *)&errno;
+	return m->offset != 0 && e >= lo && e < lo + m->memsz;
+}
+
+/* ---- blocks --------------------------------------------------------------------- */
+
+static void block_init(char *tp)
+{
+	void *dtv = F(tp, L->dtvp, void *);
+	memset(tp, 0, L->sizeof_pthread);
+	F(tp, L->dtvp, void *) = dtv;
+	F(tp, 0, char *) = tp;                   /* header.tcb: %fs:0 */
+	F(tp, 16, char *) = tp;                  /* header.self */
+	/* Else malloc and stdio skip their atomics and locks. */
+	F(tp, L->multiple_threads, int) = 1;
+	/* Compiled code checks %fs:0x28 across the switch; setjmp and atexit
+	 * mangle with the pointer guard: both must be the process's. */
+	F(tp, L->stack_guard, uintptr_t) = F(main_tp, L->stack_guard, uintptr_t);
+	F(tp, L->pointer_guard, uintptr_t) = F(main_tp, L->pointer_guard, uintptr_t);
+	F(tp, L->feature_1, uint32_t) = F(main_tp, L->feature_1, uint32_t);
+	/* glibc's own locks record the owner's tid: its internal rwlocks
+	 * report EDEADLK (and the caller goes on unlocked) when the owner
+	 * field equals the caller's tid, and "no writer" is 0.  Each block
+	 * gets a distinct id above the kernel's PID_MAX_LIMIT (2^22), so it
+	 * never equals a real thread's.  fork()'s child stores its real tid. */
+	static _Atomic int32_t next_tid = 1 << 30;
+	F(tp, L->tid, int32_t) = atomic_fetch_add_explicit(&next_tid, 1, memory_order_relaxed);
+	/* fork()'s child unlinks the forking thread's node from glibc's list. */
+	F(tp, L->list, char *) = tp + L->list;
+	F(tp, L->list + 8, char *) = tp + L->list;
+	/* An empty robust-mutex list is a self-pointer. */
+	F(tp, L->robust_prev, char *) = tp + L->robust_head;
+	F(tp, L->robust_head, char *) = tp + L->robust_head;
+	F(tp, L->robust_head + 8, long) = F(main_tp, L->robust_head + 8, long);
+	F(tp, L->specific, char *) = tp + L->specific_1st;
+	/* No rseq registration for a user thread (it moves between kernel
+	 * threads): cpu_id = RSEQ_CPU_ID_REGISTRATION_FAILED, so
+	 * sched_getcpu() asks the kernel. */
+	F(tp, rseq_off + 4, int32_t) = -2;
+	/* The resolver's state lives in the descriptor, as for glibc's threads. */
+	F(tp, resp_off, char *) = tp + L->res;
+}
+
+void *tls_block_new(void)
+{
+	char *tp = allocate_tls(NULL);
+	if (tp == NULL)
+		return NULL;
+	block_init(tp);
+	spin_lock(&blocks_lock);
+	if (nblocks == cap_blocks) {
+		size_t ncap = cap_blocks ? cap_blocks * 2 : 64;
+		void **nb = realloc(blocks, ncap * sizeof *nb);
+		if (nb == NULL) {
+			spin_unlock(&blocks_lock);
+			return NULL;   /* the block leaks: out of memory anyway */
+		}
+		blocks = nb;
+		cap_blocks = ncap;
+	}
+	blocks[nblocks++] = tp;
+	spin_unlock(&blocks_lock);
+	return tp;
+}
+
+void tls_block_set_stack(void *tp, void *lo, size_t size)
+{
+	F(tp, L->stackblock, void *) = lo;
+	F(tp, L->stackblock_size, size_t) = size;
+}
+
+void tls_adopt_main(void)
+{
+	/* The main thread keeps its block but may now run on any VP, while
+	 * the kernel would go on writing VP 0's CPU into that block's rseq
+	 * area.  Unregister it: sched_getcpu() then asks the kernel, as in
+	 * every other user thread. */
+	int32_t *cpu_id = &F(main_tp, rseq_off + 4, int32_t);
+	const unsigned *rsize = dlsym(RTLD_DEFAULT, "__rseq_size");
+	if (*cpu_id >= 0 && rsize != NULL && *rsize != 0 &&
+	    syscall(SYS_rseq, main_tp + rseq_off, *rsize, 1 /* RSEQ_FLAG_UNREGISTER */,
+		    0x53053053 /* glibc's RSEQ_SIG on x86 */) == 0)
+		*cpu_id = -2;
+}
+
+/* ---- thread start and exit ---------------------------------------------------------- */
+
+void tls_thread_start(bool reused)
+{
+	if (reused) {
+		char *tp = ctx_tls_self();
+		struct vp *vp = vp_current();   /* libppl's own slot is reset too */
+		struct modtab *t = modules();
+		for (size_t i = 0; t && i < t->n; i++) {
+			const struct module *m = &t->m[i];
+			if (m->offset != 0 && !is_libc(tp, m))
+				copy_image(tp - m->offset, m);
+		}
+		/* Dynamic TLS the previous thread allocated: give it back and mark
+		 * the slot unallocated, so __tls_get_addr makes a fresh copy on
+		 * first use.  (Copying the image into the old block instead would
+		 * be wrong if its module was dlclosed and the slot reused.)  The
+		 * DTV is {counter | {val, to_free}}[], with the length at [-1]. */
+		char *dtv = F(tp, L->dtvp, char *);
+		size_t ndtv = F(dtv - 16, 0, size_t);
+		char *static_lo = tp - static_size;
+		for (size_t id = 1; id <= ndtv; id++) {
+			char **val = &F(dtv, 16 * id, char *);
+			void **to_free = &F(dtv, 16 * id + 8, void *);
+			if (*val == (char *)-1 || *val == NULL || (*val >= static_lo && *val < tp))
+				continue;
+			free(*to_free);
+			*to_free = NULL;
+			*val = (char *)-1;   /* TLS_DTV_UNALLOCATED */
+		}
+		vp_set_current_in(tp, vp);
+	}
+	errno = 0;
+	/* Locale to the global one, and glibc's ctype caches (__ctype_init). */
+	uselocale(LC_GLOBAL_LOCALE);
+}
+
+void tls_thread_exit(void)
+{
+	call_tls_dtors();
+	/* Free a pending dlerror() message: the block outlives the thread. */
+	(void)dlerror();
+}
+
+/* ---- dlopen ------------------------------------------------------------------------------ */
+
+/* modid -> static offset already initialised in every block. */
+#define MAX_TRACKED 1024
+static ptrdiff_t done_off[MAX_TRACKED];
+static const void *done_image[MAX_TRACKED];
+static spin_t dl_lock;
+
+static void mark_all_done(struct modtab *t)
+{
+	for (size_t i = 0; t && i < t->n; i++)
+		if (t->m[i].modid < MAX_TRACKED) {
+			done_off[t->m[i].modid] = t->m[i].offset;
+			done_image[t->m[i].modid] = t->m[i].image;
+		}
+}
+
+void tls_after_dlopen(void)
+{
+	if (!tls_per_thread)
+		return;
+	struct modtab *t = modules();
+	spin_lock(&dl_lock);
+	for (size_t i = 0; t && i < t->n; i++) {
+		const struct module *m = &t->m[i];
+		if (m->offset == 0 || m->modid >= MAX_TRACKED)
+			continue;
+		if (done_off[m->modid] == m->offset && done_image[m->modid] == m->image)
+			continue;
+		/* New module with static TLS: glibc initialised it only in the
+		 * threads it knows (kernel threads), not in user-thread blocks. */
+		spin_lock(&blocks_lock);
+		for (size_t b = 0; b < nblocks; b++)
+			copy_image((char *)blocks[b] - m->offset, m);
+		spin_unlock(&blocks_lock);
+		done_off[m->modid] = m->offset;
+		done_image[m->modid] = m->image;
+	}
+	spin_unlock(&dl_lock);
+}
+
+/* ---- mode --------------------------------------------------------------------------------- */
+
+void tls_mode_init(bool want_per_thread)
+{
+	if (!want_per_thread)
+		return;
+	const char *why = gate();
+	if (why) {
+		char buf[256];
+		int n = snprintf(buf, sizeof buf,
+				 "libppl: per-thread TLS unavailable (%s, glibc %s); using shared TLS\n",
+				 why, gnu_get_libc_version());
+		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+			/* nothing more to say */
+		}
+		return;
+	}
+	ctx_tls_setup();
+	mark_all_done(modules());
+	tls_per_thread = true;
+}
+
+void ppl_after_dlopen(void)
+{
+	tls_after_dlopen();
+}
