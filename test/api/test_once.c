@@ -1,65 +1,7 @@
 /* pthread_once through <pthread.h>: racing callers all return after the
  * one initialiser has finished (they wait, parked, while it sleeps), later
  * calls do nothing, and many once objects raced at the same time. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <errno.h>
-#include <limits.h>
-#include <pthread.h>
-#include <sched.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-static inline struct timespec in_ms(clockid_t clk, long ms)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
-static inline long ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-/* Poll until *v >= want (5 s at most); true if reached. */
-static inline int wait_for(atomic_int *v, int want)
-{
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (atomic_load(v) < want) {
-		if (ms_since(&t0) > 5000)
-			return 0;
-		usleep(1000);
-	}
-	return 1;
-}
-
-static void run_threads(int n, void *(*fn)(void *), void *arg)
-{
-	pthread_t t[64];
-	for (int i = 0; i < n; i++)
-		assert_int_equal(pthread_create(&t[i], NULL, fn, arg), 0);
-	for (int i = 0; i < n; i++)
-		assert_int_equal(pthread_join(t[i], NULL), 0);
-}
+#include "api_util.h"
 
 #define NTHREADS 64
 
@@ -148,38 +90,6 @@ static void test_many_objects(void **state)
 	assert_int_equal(atomic_load(&next_init), NONCE);
 	for (int i = 0; i < NONCE; i++)
 		assert_int_equal(atomic_load(&many_calls[i]), NTHREADS);
-}
-
-/* cmocka keeps its state in thread-local storage.  Until libppl gives each
- * user thread its own TLS, a user thread sees the TLS of the VP it runs on
- * and the thread running the tests would migrate when it blocks: so the
- * tests run on a PTHREAD_SCOPE_SYSTEM thread, which keeps a VP to itself
- * (as test/abi/test_key.c does).  On glibc every thread is SYSTEM scope. */
-struct run {
-	const struct CMUnitTest *tests;
-	size_t n;
-	int rc;
-};
-
-static void *run_group(void *arg)
-{
-	struct run *r = arg;
-	r->rc = _cmocka_run_group_tests("tests", r->tests, r->n, NULL, NULL);
-	return NULL;
-}
-
-static int run_bound(const struct CMUnitTest *tests, size_t n)
-{
-	struct run r = { tests, n, -1 };
-	pthread_attr_t a;
-	pthread_t t;
-	if (pthread_attr_init(&a) != 0 || pthread_attr_setscope(&a, PTHREAD_SCOPE_SYSTEM) != 0 ||
-	    pthread_create(&t, &a, run_group, &r) != 0 || pthread_join(t, NULL) != 0) {
-		fprintf(stderr, "cannot start the test thread\n");
-		return 1;
-	}
-	pthread_attr_destroy(&a);
-	return r.rc;
 }
 
 int main(void)
