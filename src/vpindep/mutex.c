@@ -182,8 +182,24 @@ static void release_slow(struct mutex *m, int kind)
 		sched_wake(t);
 }
 
+/* glibc's own flag: true until a second kernel thread exists (libppl clears
+ * it when it starts its VPs).  While it holds, nobody can observe a private
+ * mutex between our load and store, so glibc's x86 lock skips the bus lock;
+ * so do we, or a single-threaded program would pay 2-3x for every lock. */
+extern char __libc_single_threaded;
+
+static inline bool single_threaded(void)
+{
+	return __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) != 0;
+}
+
 static inline void release(struct mutex *m, int kind)
 {
+	if (single_threaded() &&
+	    atomic_load_explicit(&m->state, memory_order_relaxed) == 1) {
+		atomic_store_explicit(&m->state, 0, memory_order_relaxed);
+		return;
+	}
 	uint32_t one = 1;
 	if (ppl_likely(atomic_compare_exchange_strong_explicit(&m->state, &one, 0,
 			memory_order_release, memory_order_relaxed)))
@@ -239,6 +255,11 @@ int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
 	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
 		       !PPL_DEBUG_CHECKS)) {
+		if (single_threaded() &&
+		    atomic_load_explicit(&m->state, memory_order_relaxed) == 0) {
+			atomic_store_explicit(&m->state, 1, memory_order_relaxed);
+			return 0;
+		}
 		uint32_t zero = 0;
 		if (ppl_likely(atomic_compare_exchange_strong_explicit(&m->state, &zero, 1,
 				memory_order_acquire, memory_order_relaxed)))
