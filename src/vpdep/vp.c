@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -140,6 +141,7 @@ static void altstack_free(struct vp *vp)
 void vp_enter(struct vp *vp)
 {
 	current = vp;
+	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_release);
 	if (vp->altstack != NULL) {
 		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
 		/* Cannot fail: the stack is large enough and we are not on it. */
@@ -214,4 +216,35 @@ void vp_resume(struct vp *vp)
 {
 	atomic_fetch_add_explicit(&vp->wakeword, 1, memory_order_release);
 	futex_sys(&vp->wakeword, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+}
+
+/* ---- signals ----------------------------------------------------------------
+ * Raw system calls: the C library's pthread_sigmask and pthread_kill are the
+ * ones libppl interposes, and its sigprocmask would do as well, but the
+ * kernel's calls say exactly what happens to one kernel thread. */
+
+int vp_signal(struct vp *vp, int sig)
+{
+	int tid = atomic_load_explicit(&vp->tid, memory_order_acquire);
+	if (tid == 0)
+		return ESRCH;
+	return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : errno;
+}
+
+int vp_signal_self(int sig)
+{
+	return syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig) == 0 ? 0 : errno;
+}
+
+void vp_set_sigmask(uint64_t mask)
+{
+	/* The kernel's sigset is 64 bits on every Linux architecture libppl supports. */
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
+}
+
+uint64_t vp_get_sigmask(void)
+{
+	uint64_t mask = 0;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof mask);
+	return mask;
 }

@@ -26,6 +26,7 @@ struct vp {
 	int id;                  /* 0 .. nvps-1; VP 0 is the process's main kernel thread */
 	_Atomic uint32_t wakeword; /* futex word: vp_resume bumps it, vp_suspend waits on it */
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
+	_Atomic int tid;         /* kernel thread id, set when the VP starts (vp_signal) */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */
 	size_t altstack_size;
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
@@ -64,6 +65,18 @@ struct vp *vp_current(void);
 /* Per-thread TLS: make vp_current() return `vp` in the TLS block whose
  * thread pointer is tp (a user thread about to be switched in on vp). */
 void vp_set_current_in(void *tp, struct vp *vp);
+
+/* Send signal `sig` to the kernel thread of `vp` (tgkill).  0 or errno;
+ * ESRCH if the VP has not started yet. */
+int vp_signal(struct vp *vp, int sig);
+/* Send `sig` to the calling kernel thread: delivered before this returns
+ * unless the kernel thread blocks it. */
+int vp_signal_self(int sig);
+/* Install `mask` (signals 1..64, bit sig-1) as the calling kernel thread's
+ * blocked set.  No C library involved: its internal signals stay as they are. */
+void vp_set_sigmask(uint64_t mask);
+/* The calling kernel thread's blocked set. */
+uint64_t vp_get_sigmask(void);
 
 /* The calling kernel thread's own stack, as the C library knows it. 0 or errno. */
 int vp_kthread_stack(void **lo, size_t *size);

@@ -30,6 +30,8 @@ void ppl_init(void)
 	m->id = 1;
 	m->sched_policy = SCHED_OTHER;
 	m->inherit_sched = true;
+	m->ktid = getpid();
+	m->sigmask = vp_get_sigmask();
 	atomic_store(&m->state, ULT_RUNNING);
 	atomic_store(&ppl_rt.nthreads, 1);
 	void *lo;
@@ -127,6 +129,8 @@ int ppl_runtime_start(void)
 		 * scheduler loop gets a stack of its own. */
 		struct ult *m = &ppl_rt.main_ult;
 		vp_adopt(&v0->vp);
+		/* Whatever the program blocked while it was single-threaded. */
+		m->sigmask = vp_get_sigmask();
 		m->foreign = false;
 		m->vp = v0;
 		v0->current = m;

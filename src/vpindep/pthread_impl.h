@@ -150,6 +150,12 @@ struct ult {
 	struct key_slot *specific[PPL_KEY_BLOCKS];
 	bool specific_used;        /* a value was stored since the last clear */
 
+	/* signals (signal.c) */
+	uint64_t sigmask;          /* blocked set (bit sig-1); the thread's own, written
+				    * only by itself, installed on its VP when it resumes */
+	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
+	int ktid;                  /* foreign threads: the kernel thread id */
+
 	struct ult *cache_next;    /* free-list link in the TCB cache */
 };
 
@@ -172,6 +178,8 @@ struct vproc {
 	struct timer **heap;
 	size_t heap_len, heap_cap;
 	_Atomic int64_t next_deadline; /* earliest deadline, INT64_MAX if none */
+
+	uint64_t kmask;            /* blocked set installed on the kernel thread (signal.c) */
 
 	ctx_fn after_fn;           /* run once right after switching to a context */
 	void *after_arg;
@@ -239,6 +247,23 @@ _Noreturn void sched_exit(struct ult *self);
 void sched_vp_main(struct vp *vp);
 /* Push t to the VP-independent ready queues and wake an idle VP if needed. */
 void sched_push(struct ult *t);
+
+/* ---- signals (signal.c) -------------------------------------------------------------- */
+
+void sig_resumed_slow(struct ult *self, struct vproc *v);
+/* A new thread inherits its creator's mask, with nothing pending. */
+void sig_thread_init(struct ult *t, const struct ult *creator);
+/* On the VP's kernel thread: record the mask the kernel thread has. */
+void sig_vp_init(struct vproc *v);
+/* Called by a user thread each time it resumes: install its signal mask
+ * if its VP has another, and raise what is pending for it. */
+static inline void sig_resumed(struct ult *self)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (ppl_unlikely(self->sigmask != v->kmask ||
+			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0))
+		sig_resumed_slow(self, v);
+}
 
 /* ---- attributes (attr.c) -----------------------------------------------------------
  * pthread_attr_t is an opaque 56-byte overlay owned by attr.c; thread.c sees

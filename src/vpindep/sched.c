@@ -242,12 +242,14 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 		if (next)
 			vp_set_current_in(next->ctx.tls, &v->vp);
 		ctx_switch_call_tls(&self->ctx, to, fn, arg);
-		return;
+	} else {
+		self->saved_errno = *errno_slot();
+		ctx_switch_call(&self->ctx, to, fn, arg);
+		/* Resumed: possibly on another VP. */
+		*errno_slot() = self->saved_errno;
 	}
-	self->saved_errno = *errno_slot();
-	ctx_switch_call(&self->ctx, to, fn, arg);
-	/* Resumed: possibly on another VP. */
-	*errno_slot() = self->saved_errno;
+	if (self->state != ULT_EXITING)
+		sig_resumed(self);
 }
 
 static void requeue_cb(void *arg)
@@ -284,11 +286,12 @@ void sched_yield_ult(void)
 		if (tls_per_thread) {
 			vp_set_current_in(next->ctx.tls, &v->vp);
 			ctx_switch_call_tls(&self->ctx, &next->ctx, requeue_cb, self);
-			return;
+		} else {
+			self->saved_errno = *errno_slot();
+			ctx_switch_call(&self->ctx, &next->ctx, requeue_cb, self);
+			*errno_slot() = self->saved_errno;
 		}
-		self->saved_errno = *errno_slot();
-		ctx_switch_call(&self->ctx, &next->ctx, requeue_cb, self);
-		*errno_slot() = self->saved_errno;
+		sig_resumed(self);
 		return;
 	}
 	/* The common case, one lock round trip: swap self for the head of this
@@ -315,11 +318,12 @@ void sched_yield_ult(void)
 	if (tls_per_thread) {
 		vp_set_current_in(next->ctx.tls, &v->vp);
 		ctx_switch_call_tls(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
-		return;
+	} else {
+		self->saved_errno = *errno_slot();
+		ctx_switch_call(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
+		*errno_slot() = self->saved_errno;
 	}
-	self->saved_errno = *errno_slot();
-	ctx_switch_call(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
-	*errno_slot() = self->saved_errno;
+	sig_resumed(self);
 }
 
 /* ---- parking -------------------------------------------------------------------- */
@@ -559,6 +563,7 @@ static void retire(struct vproc *v)
 void sched_vp_main(struct vp *vp)
 {
 	struct vproc *v = (struct vproc *)vp;
+	sig_vp_init(v);
 	/* The loop runs on the VP's kernel thread's own block (VP 0: a block of
 	 * its own, set up by ppl_runtime_start). */
 	if (tls_per_thread && v->idle_ctx.tls == NULL)

@@ -123,6 +123,7 @@ struct ult *ult_foreign_self(void)
 		if (t == NULL)
 			ppl_fatal("out of memory for the TCB of a kernel thread");
 		t->foreign = true;
+		t->ktid = (int)syscall(SYS_gettid);
 		__cxa_thread_atexit_impl(foreign_release, t, &__dso_handle);
 	}
 	foreign_tcb = t;
@@ -139,6 +140,7 @@ static void ult_entry(void *arg)
 		t->tls_used = true;
 	}
 	errno = 0;
+	sig_resumed(t);
 	ppl_pthread_exit(t->start(t->arg));
 }
 
@@ -183,6 +185,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	}
 	t->start = fn;
 	t->arg = arg;
+	sig_thread_init(t, ult_self());
 	t->detached = at.detachstate == PTHREAD_CREATE_DETACHED;
 	t->attr_guard = at.stackaddr ? 0 : at.guardsize;
 	t->inherit_sched = at.inheritsched == PTHREAD_INHERIT_SCHED;

@@ -1,0 +1,234 @@
+/* Per-thread signals of user threads: pthread_kill, pthread_sigqueue,
+ * pthread_sigmask and sigprocmask.
+ *
+ * The kernel knows only the VPs' kernel threads, so each user thread keeps
+ * its own blocked set (ult.sigmask) and its own pending set (ult.sigpending),
+ * and the kernel thread of a VP carries the mask of the thread it runs:
+ *
+ *  - The mask is installed lazily.  When a thread resumes on a VP whose
+ *    kernel mask (vproc.kmask) differs from its own, it installs its own
+ *    (one system call).  Threads that share a mask, which is nearly always
+ *    the case, switch with no system call at all.
+ *  - A signal for a thread that runs on a VP right now goes to that VP's
+ *    kernel thread (tgkill), so it interrupts a system call the thread is
+ *    blocked in (EINTR), as on NPTL.  The thread may switch out between the
+ *    check and the delivery; then the handler runs in whatever runs on that
+ *    VP next.  The window is a few instructions wide.
+ *  - A signal for a thread that is ready or parked on a libppl object is
+ *    handled at once, on the sender's kernel thread, so that a handler runs
+ *    while its thread stays blocked (as on NPTL: a signal neither ends nor
+ *    disturbs a mutex, barrier or rwlock wait).  The handler then runs with
+ *    the sender's identity and TLS (docs/posix.md lists this difference).
+ *    If the sender blocks the signal, or the target does, it is left pending
+ *    on the target and delivered when the target next resumes with it
+ *    unblocked.
+ *  - Pending signals of a thread are raised on its own kernel thread when
+ *    it resumes (sig_resumed), or when pthread_sigmask unblocks them. */
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+/* glibc's internal signals (SIGCANCEL, SIGSETXID): pthread_kill refuses
+ * them and pthread_sigmask never blocks them, as glibc does. */
+#define SIG_INTERNAL (bit(32) | bit(33))
+#define SIG_UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP) | SIG_INTERNAL)
+
+static inline uint64_t bit(int sig)
+{
+	return 1ULL << (sig - 1);
+}
+
+static uint64_t to_bits(const sigset_t *s)
+{
+	uint64_t m;
+	memcpy(&m, s, sizeof m);   /* glibc's sigset_t starts with the kernel's set */
+	return m;
+}
+
+static void from_bits(sigset_t *s, uint64_t m)
+{
+	sigemptyset(s);
+	memcpy(s, &m, sizeof m);
+}
+
+/* Raise on the calling kernel thread every pending signal of self that its
+ * mask allows; the caller runs on self's VP with self's mask installed. */
+static void deliver_pending(struct ult *self)
+{
+	for (;;) {
+		uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_acquire) &
+			     ~self->sigmask;
+		if (p == 0)
+			return;
+		uint64_t b = p & -p;
+		if (atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b)
+			vp_signal_self(__builtin_ctzll(b) + 1);
+	}
+}
+
+void sig_resumed_slow(struct ult *self, struct vproc *v)
+{
+	if (self->sigmask != v->kmask) {
+		vp_set_sigmask(self->sigmask);
+		v->kmask = self->sigmask;
+	}
+	deliver_pending(self);
+}
+
+void sig_thread_init(struct ult *t, const struct ult *creator)
+{
+	/* A foreign creator's mask is its kernel thread's. */
+	t->sigmask = creator->foreign ? vp_get_sigmask() & ~SIG_UNBLOCKABLE : creator->sigmask;
+	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
+}
+
+void sig_vp_init(struct vproc *v)
+{
+	v->kmask = vp_get_sigmask();
+}
+
+/* ---- sending -------------------------------------------------------------------- */
+
+static int send(struct ult *t, int sig)
+{
+	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
+		return EINVAL;
+	int state = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (state == ULT_FREE)
+		return ESRCH;
+	/* glibc 2.34 and later: a thread that has exited but is not joined yet
+	 * accepts (and drops) signals. */
+	if (sig == 0 || state == ULT_EXITING || state == ULT_ZOMBIE)
+		return 0;
+	if (t->foreign) {
+		if (syscall(SYS_tgkill, getpid(), t->ktid, sig) != 0)
+			return errno;
+		return 0;
+	}
+	struct vproc *me = (struct vproc *)vp_current();
+	struct ult *self = me ? me->current : NULL;
+	if (t == self) {
+		if (bit(sig) & self->sigmask) {
+			atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_release);
+			return 0;
+		}
+		return vp_signal_self(sig);
+	}
+	if (state == ULT_RUNNING) {
+		struct vproc *v = t->vp;
+		if (v && v->current == t && !(bit(sig) & t->sigmask))
+			return vp_signal(&v->vp, sig);
+	}
+	if (!(bit(sig) & t->sigmask) && !(bit(sig) & vp_get_sigmask()))
+		return vp_signal_self(sig);
+	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_release);
+	/* It may have resumed between the check and the store: then it is
+	 * running and looks at its pending set only at its next resume or
+	 * pthread_sigmask; poke its VP so that a running thread sees it now. */
+	struct vproc *v = t->vp;
+	if (atomic_load_explicit(&t->state, memory_order_acquire) == ULT_RUNNING && v &&
+	    v->current == t && !(bit(sig) & t->sigmask) &&
+	    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) & bit(sig)))
+		return vp_signal(&v->vp, sig);
+	return 0;
+}
+
+int ppl_pthread_kill(pthread_t th, int sig)
+{
+	return send((struct ult *)th, sig);
+}
+
+int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+{
+	struct ult *t = (struct ult *)th;
+	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
+		return EINVAL;
+	int state = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (state == ULT_FREE || state == ULT_EXITING || state == ULT_ZOMBIE)
+		return ESRCH;
+	/* The value needs the kernel's queue: to the kernel thread that runs
+	 * the target, or that is the target; a parked target gets it on the
+	 * sender's kernel thread, like pthread_kill. */
+	int tid;
+	if (t->foreign) {
+		tid = t->ktid;
+	} else if (state == ULT_RUNNING && t->vp && t->vp->current == t) {
+		tid = atomic_load_explicit(&t->vp->vp.tid, memory_order_acquire);
+	} else {
+		tid = (int)syscall(SYS_gettid);
+	}
+	siginfo_t info;
+	memset(&info, 0, sizeof info);
+	info.si_signo = sig;
+	info.si_code = SI_QUEUE;
+	info.si_pid = getpid();
+	info.si_uid = getuid();
+	info.si_value = value;
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &info) != 0)
+		return errno;
+	return 0;
+}
+
+/* ---- masks ------------------------------------------------------------------------ */
+
+int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v ? v->current : NULL;
+	if (self == NULL) {
+		/* A foreign kernel thread, or a VP's own loop: the kernel's mask is the thread's. */
+		uint64_t cur = vp_get_sigmask(), next = cur;
+		if (set) {
+			uint64_t s = to_bits(set) & ~SIG_UNBLOCKABLE;
+			if (how == SIG_BLOCK)
+				next = cur | s;
+			else if (how == SIG_UNBLOCK)
+				next = cur & ~s;
+			else if (how == SIG_SETMASK)
+				next = s;
+			else
+				return EINVAL;
+		}
+		if (old)
+			from_bits(old, cur);
+		if (next != cur)
+			vp_set_sigmask(next);
+		return 0;
+	}
+	uint64_t cur = self->sigmask, next = cur;
+	if (set) {
+		uint64_t s = to_bits(set) & ~SIG_UNBLOCKABLE;
+		if (how == SIG_BLOCK)
+			next = cur | s;
+		else if (how == SIG_UNBLOCK)
+			next = cur & ~s;
+		else if (how == SIG_SETMASK)
+			next = s;
+		else
+			return EINVAL;
+	}
+	if (old)
+		from_bits(old, cur);
+	if (set == NULL)
+		return 0;
+	self->sigmask = next;
+	if (v->kmask != next) {
+		vp_set_sigmask(next);
+		v->kmask = next;
+	}
+	deliver_pending(self);
+	return 0;
+}
+
+int ppl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	int err = ppl_pthread_sigmask(how, set, old);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
