@@ -44,4 +44,28 @@ static inline long bench_arg(int argc, char **argv, int i, long dflt)
 		}                                                                        \
 	} while (0)
 
+/* calloc or exit. */
+static inline void *bench_alloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+	if (p == NULL) {
+		perror("calloc");
+		exit(1);
+	}
+	return p;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of v[0..n-1], n > 0; sorts v. */
+static inline double bench_median(double *v, size_t n)
+{
+	qsort(v, n, sizeof *v, bench_cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 #endif
