@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -140,6 +141,7 @@ static void altstack_free(struct vp *vp)
 void vp_enter(struct vp *vp)
 {
 	current = vp;
+	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_relaxed);
 	if (vp->altstack != NULL) {
 		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
 		/* Cannot fail: the stack is large enough and we are not on it. */
@@ -186,6 +188,11 @@ void vp_adopt(struct vp *vp)
 		vp->altstack_size = 0;
 	}
 	vp_enter(vp);
+}
+
+int vp_helper_create(void (*fn)(void *), void *arg)
+{
+	return backend()->helper(fn, arg);
 }
 
 _Noreturn void vp_terminate(void)
