@@ -91,9 +91,11 @@ struct vproc *sys_enter(void)
 	unsigned long seq = atomic_load_explicit(&v->sys_seq, memory_order_relaxed);
 	atomic_store_explicit(&v->sys_seq, seq + 1, memory_order_relaxed);
 	atomic_store_explicit(&v->in_syscall, SYS_IN, memory_order_seq_cst);
-	/* Threads already wait here: the monitor must time this call.  A
-	 * later push onto the queue kicks it from sched_push. */
-	if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0)
+	/* Threads already wait here, or will when a timer of this VP fires:
+	 * the monitor must time this call.  A later push onto the queue kicks
+	 * it from sched_push. */
+	if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0 ||
+	    atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
 		monitor_note_ready();
 	return v;
 }
@@ -197,8 +199,59 @@ static void lend(struct vproc *v, bool announced)
 
 /* ---- the monitor's loop ---------------------------------------------------------- */
 
-/* Look at every VP once; lend those that are stuck.  Returns how long to
- * wait before the next look, or -1 if nothing needs watching. */
+/* Wake one VP asleep in its idle loop: it steals queued threads and runs
+ * every VP's due timers there.  False if none sleeps. */
+static bool wake_sleeper(void)
+{
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		int one = 1;
+		if (o != NULL && o->bound_to == NULL && !atomic_load(&o->retired) &&
+		    atomic_compare_exchange_strong(&o->sleeping, &one, 0)) {
+			vp_resume(&o->vp);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* v is stuck in the kernel with work: first wake an idle VP, which is
+ * cheaper than a spare; if that did not help by the next look, lend. */
+static void unstick(struct vproc *v, int64_t stuck, int64_t after, bool announced)
+{
+	if (stuck < 2 * after && wake_sleeper())
+		return;
+	lend(v, announced);
+}
+
+static void wait_min(int64_t *wait, int64_t ns)
+{
+	if (*wait < 0 || ns < *wait)
+		*wait = ns;
+}
+
+/* Threads queued on v, or on the VPs it stands in for (a spare took over
+ * their work: nobody else will run it); *deadline is their earliest timer. */
+static bool has_work(struct vproc *v, int64_t *deadline)
+{
+	bool queued = false;
+	*deadline = INT64_MAX;
+	spin_lock(&mon.lock);
+	for (int hops = 0; v != NULL && hops < PPL_MAX_VPS; v = v->lender, hops++) {
+		if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0)
+			queued = true;
+		int64_t d = atomic_load_explicit(&v->next_deadline, memory_order_acquire);
+		if (d < *deadline)
+			*deadline = d;
+	}
+	spin_unlock(&mon.lock);
+	return queued;
+}
+
+/* Look at every VP once; lend those that are stuck.  Work is a thread on
+ * the VP's queue or one of its timers due (a thread sleeping or waiting
+ * with a timeout there).  Returns how long to wait before the next look,
+ * or -1 if nothing needs watching. */
 static int64_t scan(int64_t now)
 {
 	int64_t wait = -1;
@@ -214,31 +267,38 @@ static int64_t scan(int64_t now)
 			v->mon_seq = seq;
 			v->mon_since = now;
 		}
-		if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) == 0 ||
-		    atomic_load_explicit(&v->sleeping, memory_order_relaxed)) {
-			v->mon_since = now;   /* nothing waits for it */
+		if (atomic_load_explicit(&v->sleeping, memory_order_relaxed)) {
+			v->mon_since = now;   /* idle: it looks for work itself */
+			continue;
+		}
+		bool in = atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_IN;
+		int64_t deadline;
+		bool queued = has_work(v, &deadline);
+		if (!queued && deadline > now) {
+			v->mon_since = now;   /* nothing waits for it yet */
+			if (in && deadline != INT64_MAX)
+				wait_min(&wait, deadline - now);
 			continue;
 		}
 		int64_t stuck = now - v->mon_since;
-		if (atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_IN) {
+		if (in) {
 			if (stuck >= HANDOFF_NS) {
-				lend(v, true);
+				unstick(v, stuck, HANDOFF_NS, true);
+				wait_min(&wait, HANDOFF_NS);
 				continue;
 			}
-			int64_t left = HANDOFF_NS - stuck;
-			if (wait < 0 || left < wait)
-				wait = left;
+			wait_min(&wait, HANDOFF_NS - stuck);
 			continue;
 		}
 		if (stuck >= STUCK_NS) {
 			int st = vp_kernel_state(&v->vp);
 			if (st == 'S' || st == 'D') {
-				lend(v, false);
+				unstick(v, stuck, STUCK_NS, false);
+				wait_min(&wait, POLL_SLOW_NS);
 				continue;
 			}
 		}
-		if (wait < 0 || POLL_SLOW_NS < wait)
-			wait = POLL_SLOW_NS;
+		wait_min(&wait, POLL_SLOW_NS);
 	}
 	return wait;
 }
