@@ -190,6 +190,11 @@ void vp_adopt(struct vp *vp)
 	vp_enter(vp);
 }
 
+int vp_helper_create(void (*fn)(void *), void *arg)
+{
+	return backend()->helper(fn, arg);
+}
+
 _Noreturn void vp_terminate(void)
 {
 	struct vp *vp = vp_current();

@@ -9,6 +9,7 @@
  * dynamic loader is done, and a foreign thread may need vp_kthread_stack
  * before libppl's initialisation ran. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -91,6 +92,46 @@ out:
 	return err;
 }
 
+struct helper_start {
+	void (*fn)(void *);
+	void *arg;
+};
+
+static void *helper_main(void *p)
+{
+	struct helper_start h = *(struct helper_start *)p;
+	free(p);
+	h.fn(h.arg);
+	return NULL;
+}
+
+/* Detached, with the C library's default attributes; vp_enter is not
+ * called, so vp_current() stays NULL there. */
+static int kthread_helper(void (*fn)(void *), void *arg)
+{
+	struct helper_start *h = malloc(sizeof *h);
+	if (h == NULL)
+		return EAGAIN;
+	h->fn = fn;
+	h->arg = arg;
+	pthread_attr_t a;
+	int err = ((attr_fn)resolve(REAL_ATTR_INIT))(&a);
+	if (err)
+		goto fail;
+	err = ((setdetach_fn)resolve(REAL_ATTR_SETDETACHSTATE))(&a, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	if (err == 0)
+		err = ((create_fn)resolve(REAL_CREATE))(&t, &a, helper_main, h);
+	((attr_fn)resolve(REAL_ATTR_DESTROY))(&a);
+	if (err)
+		goto fail;
+	return 0;
+
+fail:
+	free(h);
+	return err;
+}
+
 static _Noreturn void kthread_terminate(void)
 {
 	((exit_fn)resolve(REAL_EXIT))(NULL);
@@ -107,6 +148,7 @@ const struct vp_backend vp_kthread_backend = {
 	.create = kthread_create,
 	.terminate = kthread_terminate,
 	.adopt = kthread_adopt,
+	.helper = kthread_helper,
 };
 
 int vp_kthread_stack(void **lo, size_t *size)

@@ -26,10 +26,11 @@ struct vp {
 	int id;                  /* 0 .. nvps-1; VP 0 is the process's main kernel thread */
 	_Atomic uint32_t wakeword; /* futex word: vp_resume bumps it, vp_suspend waits on it */
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
-	_Atomic int tid;         /* kernel thread id, set when the VP starts (vp_signal) */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */
 	size_t altstack_size;
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
+	_Atomic int tid;         /* kernel thread id, set by the thread itself on entry
+				  * (0 until then); read by vp_kernel_state, vp_signal */
 };
 
 /* A VP backend: kernel threads ("kthread") now; raw clone and processes later.
@@ -39,6 +40,8 @@ struct vp_backend {
 	int (*create)(struct vp *vp);   /* start a kernel thread running vp->main(vp) */
 	void (*terminate)(void);        /* end the calling VP's kernel thread */
 	void (*adopt)(struct vp *vp);   /* set vp->handle to the calling kernel thread */
+	/* start a detached kernel thread running fn(arg) that is not a VP */
+	int (*helper)(void (*fn)(void *), void *arg);
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
@@ -77,6 +80,16 @@ int vp_signal_self(int sig);
 void vp_set_sigmask(uint64_t mask);
 /* The calling kernel thread's blocked set. */
 uint64_t vp_get_sigmask(void);
+/* Start a detached kernel thread that runs fn(arg) and is not a VP
+ * (vp_current() is NULL there): libppl's own helpers, such as the monitor
+ * of blocking system calls.  0 or errno. */
+int vp_helper_create(void (*fn)(void *), void *arg);
+/* The scheduling state the kernel reports for vp's kernel thread: 'R'
+ * (running or runnable), 'S' or 'D' (sleeping in the kernel), another
+ * letter of proc(5), or 0 if unknown.  A hint: it may change at once. */
+int vp_kernel_state(struct vp *vp);
+/* Kernel threads in the calling process, or -1 if unknown. */
+int vp_process_kthreads(void);
 
 /* The calling kernel thread's own stack, as the C library knows it. 0 or errno. */
 int vp_kthread_stack(void **lo, size_t *size);

@@ -88,5 +88,16 @@ void ppl_env_init(void)
 	ppl_env_timeslice_us = int_var("PPL_TIMESLICE_US", 100, 10000000, 10000,
 				       "expected a time slice in microseconds from 100 to 10000000");
 	ppl_rt.stats = int_var("PPL_STATS", 0, 1, 0, "expected 0 or 1") == 1;
+	s = getenv("PPL_DEADLOCK");
+	if (s) {
+		if (strcmp(s, "off") == 0)
+			ppl_env_deadlock = 0;
+		else if (strcmp(s, "warn") == 0)
+			ppl_env_deadlock = 1;
+		else if (strcmp(s, "abort") == 0)
+			ppl_env_deadlock = 2;
+		else
+			bad("PPL_DEADLOCK", s, "expected 'abort', 'warn' or 'off'");
+	}
 	ppl_rt.debug = (int)int_var("PPL_DEBUG", 0, 3, 0, "expected a debug level from 0 to 3");
 }

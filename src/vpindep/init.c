@@ -89,6 +89,13 @@ static int start_vps(int from, int to)
 				free(v);
 				return EAGAIN;
 			}
+			monitor_count_kthread();
+		} else if (v->spare) {
+			/* The monitor's spare becomes a VP of the set for good
+			 * (a loan it serves ends without retiring it). */
+			v->spare = false;
+			atomic_store(&v->retired, false);
+			vp_resume(&v->vp);
 		} else if (atomic_load(&v->retired)) {
 			atomic_store(&v->retired, false);
 			vp_resume(&v->vp);
@@ -158,12 +165,16 @@ int ppl_runtime_start(void)
 	} else if (vp_create(&v0->vp, sched_vp_main) != 0) {
 		spin_unlock(&ppl_rt.lock);
 		return EAGAIN;
+	} else {
+		monitor_count_kthread();
 	}
 	int err = start_vps(1, n);
 	if (err && ppl_rt.nvps_total > 0) {
 		ppl_rt.nvps = ppl_rt.nvps_total;   /* run with the VPs we got */
 		err = 0;
 	}
+	if (err == 0)
+		monitor_start();
 	atomic_store_explicit(&ppl_rt.started, 1, memory_order_release);
 	spin_unlock(&ppl_rt.lock);
 	return err;
@@ -238,6 +249,7 @@ int ppl_bind_new_vp(struct ult *t)
 		t->home = NULL;
 		return EAGAIN;
 	}
+	monitor_count_kthread();
 	return 0;
 }
 

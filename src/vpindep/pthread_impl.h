@@ -157,6 +157,7 @@ struct ult {
 	int ktid;                  /* foreign threads: the kernel thread id */
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
+	struct ult *all_next;      /* every TCB ever allocated (deadlock.c); set once */
 };
 
 /* ---- per-VP scheduler state ---------------------------------------------------- */
@@ -185,9 +186,26 @@ struct vproc {
 	void *after_arg;
 
 	struct {                   /* PPL_STATS counters, owned by this VP */
-		unsigned long switches, steals, parks, wakes, creates;
+		_Atomic unsigned long switches; /* also read by the monitor (progress) */
+		unsigned long steals, parks, wakes, creates;
+		unsigned long syscalls;    /* announced blocking calls (blocking.c) */
 	} stats;
+
+	/* Blocking system calls (monitor.c).  in_syscall is SYS_OUT or SYS_IN,
+	 * written by the VP's own kernel thread around an announced call; the
+	 * monitor moves it SYS_IN -> SYS_LENT when it hands the VP's work to a
+	 * spare, and the kernel thread finds that out when the call returns. */
+	_Atomic int in_syscall;
+	_Atomic unsigned long sys_seq; /* announced calls begun (the VP writes it) */
+	struct vproc *_Atomic lent_to; /* spare standing in for this VP, or NULL;
+					* set and cleared under the monitor's lock */
+	struct vproc *lender;      /* a spare: the VP it stands in for, same lock */
+	bool spare;                /* created by the monitor, beyond nvps */
+	unsigned long mon_seq, mon_switches; /* the monitor's last sample of this VP */
+	int64_t mon_since;         /* when the monitor last saw it make progress */
 };
+
+enum { SYS_OUT, SYS_IN, SYS_LENT };
 
 /* ---- the runtime (init.c) -------------------------------------------------------- */
 
@@ -264,6 +282,43 @@ static inline void sig_resumed(struct ult *self)
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
 }
+/* ---- blocking system calls (monitor.c, blocking.c, deadlock.c) ------------------- */
+
+/* Announce a possibly blocking call of the calling thread; returns its VP
+ * (NULL when there is nothing to hand off: a foreign or bound thread).
+ * Pass the result to sys_leave when the call has returned. */
+struct vproc *sys_enter(void);
+/* The call returned: take the VP back if the monitor lent it out.  Keeps errno. */
+void sys_leave(struct vproc *v);
+/* Start the monitor thread (ppl_runtime_start).  If no kernel thread can be
+ * had, libppl runs without: a blocking call then stalls its VP's queue. */
+void monitor_start(void);
+/* Count a kernel thread libppl made (the deadlock check compares them). */
+void monitor_count_kthread(void);
+/* A thread became ready while the monitor may sleep: let it look. */
+extern _Atomic int monitor_asleep PPL_HIDDEN;
+void monitor_kick(void);
+static inline void monitor_note_ready(void)
+{
+	if (ppl_unlikely(atomic_load_explicit(&monitor_asleep, memory_order_seq_cst)))
+		monitor_kick();
+}
+/* A VP goes to sleep with no timer of its own: maybe every thread is stuck. */
+void monitor_note_idle(void);
+/* Called by v's own kernel thread at a scheduling point while v is lent:
+ * the spare standing in for it retires. */
+void monitor_reclaim(struct vproc *v);
+/* deadlock.c: 0 (off), 1 (warn), 2 (abort), from PPL_DEADLOCK */
+extern int ppl_env_deadlock PPL_HIDDEN;
+/* Record a TCB allocated by tcb_get (the deadlock check walks them all). */
+void deadlock_track(struct ult *t);
+/* Does the process look deadlocked?  *mark counts its progress so far (two
+ * looks with equal marks saw nothing run in between). */
+bool deadlock_snapshot(unsigned long *mark);
+/* Print the deadlock (one line); abort if PPL_DEADLOCK=abort. */
+void deadlock_report(void);
+int monitor_own_kthreads(void);
+unsigned long monitor_handoffs(void);
 
 /* ---- attributes (attr.c) -----------------------------------------------------------
  * pthread_attr_t is an opaque 56-byte overlay owned by attr.c; thread.c sees

@@ -43,6 +43,13 @@ __attribute__((noipa)) static int *errno_slot(void)
 	return &errno;
 }
 
+/* Single writer (the VP); the monitor reads it to see progress. */
+static inline void count_switch(struct vproc *v)
+{
+	unsigned long n = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);
+	atomic_store_explicit(&v->stats.switches, n + 1, memory_order_relaxed);
+}
+
 /* ---- run queues ----------------------------------------------------------- */
 
 /* rq_len is written only under rq_lock (so no read-modify-write is needed)
@@ -137,6 +144,9 @@ static struct ult *steal(struct vproc *self)
 
 static struct ult *find_work(struct vproc *v)
 {
+	/* Back from a blocking call the monitor noticed: take the VP back. */
+	if (ppl_unlikely(atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL))
+		monitor_reclaim(v);
 	if (ppl_unlikely(v->bound_to != NULL))
 		return rq_pop(v);
 	if (ppl_unlikely(v->retired))
@@ -185,6 +195,7 @@ void sched_push(struct ult *t)
 		int one = 1;
 		if (atomic_compare_exchange_strong(&home->sleeping, &one, 0))
 			vp_resume(&home->vp);
+		monitor_note_ready();
 		return;
 	}
 	struct vproc *target = push_target(t);
@@ -198,6 +209,8 @@ void sched_push(struct ult *t)
 		vp_resume(&target->vp);
 	else
 		wake_idle_vp();
+	/* Its VP may be stuck in the kernel (monitor.c). */
+	monitor_note_ready();
 }
 
 void sched_ready_new(struct ult *t)
@@ -237,7 +250,7 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 		to = &v->idle_ctx;
 	}
 	v->current = next;
-	v->stats.switches++;
+	count_switch(v);
 	if (tls_per_thread) {
 		if (next)
 			vp_set_current_in(next->ctx.tls, &v->vp);
@@ -282,7 +295,7 @@ void sched_yield_ult(void)
 		next->vp = v;
 		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 		v->current = next;
-		v->stats.switches++;
+		count_switch(v);
 		if (tls_per_thread) {
 			vp_set_current_in(next->ctx.tls, &v->vp);
 			ctx_switch_call_tls(&self->ctx, &next->ctx, requeue_cb, self);
@@ -314,7 +327,7 @@ void sched_yield_ult(void)
 	next->vp = v;
 	atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = next;
-	v->stats.switches++;
+	count_switch(v);
 	if (tls_per_thread) {
 		vp_set_current_in(next->ctx.tls, &v->vp);
 		ctx_switch_call_tls(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
@@ -492,7 +505,7 @@ static void run(struct vproc *v, struct ult *t)
 	t->vp = v;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = t;
-	v->stats.switches++;
+	count_switch(v);
 	if (tls_per_thread) {
 		vp_set_current_in(t->ctx.tls, &v->vp);
 		ctx_switch_tls(&v->idle_ctx, &t->ctx);
@@ -534,6 +547,8 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 	t = find_work(v);
 	if (t == NULL && !atomic_load(&v->retired)) {
 		int64_t left = run_timers(v);
+		if (left < 0 && shared)
+			monitor_note_idle();
 		if (left != 0)
 			vp_suspend(&v->vp, seen, left);
 	}
@@ -543,8 +558,10 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 	return t;
 }
 
-/* A retired VP (spare bound VP, or beyond pthread_setconcurrency's level)
- * hands its queue to VP 0 and sleeps until it is given work again. */
+/* A retired VP (spare bound VP, beyond pthread_setconcurrency's level, or
+ * a spare of the monitor whose lender is back) hands its queue to VP 0 and
+ * sleeps until it is given work again.  Timers armed while it ran still
+ * live on its heap: it wakes for them (their threads go to other VPs). */
 static void retire(struct vproc *v)
 {
 	struct ult *q;
@@ -554,9 +571,10 @@ static void retire(struct vproc *v)
 	}
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
-	if (atomic_load(&v->retired) &&
+	int64_t left = timer_run_expired(v);
+	if (left != 0 && atomic_load(&v->retired) &&
 	    atomic_load_explicit(&v->rq_len, memory_order_seq_cst) == 0)
-		vp_suspend(&v->vp, seen, -1);
+		vp_suspend(&v->vp, seen, left);
 	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
 }
 

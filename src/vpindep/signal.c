@@ -92,7 +92,7 @@ void sig_vp_init(struct vproc *v)
 
 /* ---- sending -------------------------------------------------------------------- */
 
-static int send(struct ult *t, int sig)
+static int kill_ult(struct ult *t, int sig)
 {
 	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
 		return EINVAL;
@@ -138,7 +138,7 @@ static int send(struct ult *t, int sig)
 
 int ppl_pthread_kill(pthread_t th, int sig)
 {
-	return send((struct ult *)th, sig);
+	return kill_ult((struct ult *)th, sig);
 }
 
 int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)

@@ -38,6 +38,7 @@ static struct ult *tcb_get(void)
 		if (t == NULL)
 			return NULL;
 		memset(t, 0, sizeof *t);
+		deadlock_track(t);
 	}
 
 	/* Reset everything but the pooled stack and the key blocks. */

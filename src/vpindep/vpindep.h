@@ -5,10 +5,17 @@
 #define PPL_VPINDEP_H
 
 #define _GNU_SOURCE 1
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -76,10 +76,17 @@ label:
 #else /* ABI_SIDE_OURS or ABI_SIDE_SYSTEM */
 
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,0 +1,65 @@
+/* The kernel's view of the process's threads, read from /proc with raw
+ * system calls: libppl interposes open and read, and these run on the
+ * monitor of blocking calls, which must never block on libppl itself.
+ * Everything here is a hint for heuristics: the answer may be stale by
+ * the time the caller looks at it. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "vpdep.h"
+
+/* Read a /proc file into buf (NUL-terminated).  Length or -1. */
+static long read_proc(const char *path, char *buf, size_t size)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	long n = syscall(SYS_read, (int)fd, buf, size - 1);
+	syscall(SYS_close, (int)fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/* The fields after "(comm)": comm may hold spaces and parentheses, so
+ * start after the last ')'.  Returns a pointer to the state letter. */
+static const char *after_comm(const char *stat)
+{
+	const char *p = strrchr(stat, ')');
+	return p != NULL && p[1] == ' ' ? p + 2 : NULL;
+}
+
+int vp_kernel_state(struct vp *vp)
+{
+	int tid = atomic_load_explicit(&vp->tid, memory_order_relaxed);
+	if (tid <= 0)
+		return 0;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+	if (read_proc(path, buf, sizeof buf) < 0)
+		return 0;
+	const char *p = after_comm(buf);
+	return p != NULL ? *p : 0;
+}
+
+int vp_process_kthreads(void)
+{
+	char buf[1024];
+	if (read_proc("/proc/self/stat", buf, sizeof buf) < 0)
+		return -1;
+	const char *p = after_comm(buf);
+	/* num_threads is field 20; p is at field 3 (state). */
+	for (int field = 3; p != NULL && field < 20; field++) {
+		p = strchr(p, ' ');
+		if (p != NULL)
+			p++;
+	}
+	int n;
+	if (p == NULL || sscanf(p, "%d", &n) != 1)
+		return -1;
+	return n;
+}

@@ -1,0 +1,76 @@
+/* The C library's blocking calls, announced to the monitor (monitor.c):
+ * sys_enter marks the VP "in a system call" (a few stores, no system call
+ * of its own) and sys_leave takes the VP back if the monitor lent its
+ * threads to a spare meanwhile.  The call itself is the C library's next
+ * definition, so its ABI and cancellation behaviour are glibc's.
+ *
+ * Variadic calls (open of a FIFO, fcntl's F_SETLKW) cannot be forwarded
+ * through this list; the monitor's unannounced path covers them, as it
+ * covers raw syscall() (docs/blocking.md). */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pthread_impl.h"
+
+/* Resolved on first use: a constructor of another library may read or
+ * write before libppl's own ran.  dlsym is idempotent, so racing first
+ * callers store the same pointer. */
+static void *next_fn(void *_Atomic *slot, const char *name)
+{
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+	if (ppl_likely(f != NULL))
+		return f;
+	f = dlsym(RTLD_NEXT, name);
+	if (f == NULL) {
+		char buf[128];
+		int n = snprintf(buf, sizeof buf, "libppl: the C library has no %s\n", name);
+		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+			/* stderr is gone: abort anyway */
+		}
+		abort();
+	}
+	atomic_store_explicit(slot, f, memory_order_release);
+	return f;
+}
+
+/* ppl_<name>: announce, call the next definition, take the VP back.  errno
+ * is the call's: sys_leave keeps it. */
+#define BLOCKING(ret, name, params, args)                                          \
+	static void *_Atomic next_##name;                                          \
+	ret ppl_##name params                                                      \
+	{                                                                          \
+		ret (*f) params = (ret (*) params)next_fn(&next_##name, #name);    \
+		struct vproc *v = sys_enter();                                     \
+		ret result = f args;                                               \
+		sys_leave(v);                                                      \
+		return result;                                                     \
+	}
+
+BLOCKING(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n))
+BLOCKING(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n))
+BLOCKING(ssize_t, readv, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+BLOCKING(ssize_t, writev, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+BLOCKING(ssize_t, pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off))
+BLOCKING(ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off))
+BLOCKING(ssize_t, pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off))
+BLOCKING(ssize_t, pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off))
+BLOCKING(ssize_t, recv, (int fd, void *buf, size_t n, int fl), (fd, buf, n, fl))
+BLOCKING(ssize_t, recvfrom, (int fd, void *buf, size_t n, int fl, __SOCKADDR_ARG a, socklen_t *al), (fd, buf, n, fl, a, al))
+BLOCKING(ssize_t, recvmsg, (int fd, struct msghdr *m, int fl), (fd, m, fl))
+BLOCKING(ssize_t, send, (int fd, const void *buf, size_t n, int fl), (fd, buf, n, fl))
+BLOCKING(ssize_t, sendto, (int fd, const void *buf, size_t n, int fl, __CONST_SOCKADDR_ARG a, socklen_t al), (fd, buf, n, fl, a, al))
+BLOCKING(ssize_t, sendmsg, (int fd, const struct msghdr *m, int fl), (fd, m, fl))
+BLOCKING(int, accept, (int fd, __SOCKADDR_ARG a, socklen_t *al), (fd, a, al))
+BLOCKING(int, accept4, (int fd, __SOCKADDR_ARG a, socklen_t *al, int fl), (fd, a, al, fl))
+BLOCKING(int, connect, (int fd, __CONST_SOCKADDR_ARG a, socklen_t al), (fd, a, al))
+BLOCKING(int, poll, (struct pollfd *p, nfds_t n, int ms), (p, n, ms))
+BLOCKING(int, ppoll, (struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *m), (p, n, ts, m))
+BLOCKING(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv), (n, r, w, e, tv))
+BLOCKING(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *m), (n, r, w, e, ts, m))
+BLOCKING(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int ms), (fd, ev, n, ms))
+BLOCKING(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m), (fd, ev, n, ms, m))
+BLOCKING(pid_t, wait, (int *st), (st))
+BLOCKING(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o))
+BLOCKING(int, waitid, (idtype_t t, id_t id, siginfo_t *i, int o), (t, id, i, o))
+BLOCKING(int, flock, (int fd, int op), (fd, op))

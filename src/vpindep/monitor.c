@@ -1,0 +1,355 @@
+/* The monitor of blocking system calls: one kernel thread that notices a VP
+ * whose kernel thread is stuck in the kernel while threads are ready on its
+ * queue, and lends the VP's work to a spare VP (a kernel thread of its own,
+ * created once and then reused).  Scheduler activations' "thread has
+ * blocked" upcall, emulated; docs/blocking.md has the design.
+ *
+ * Invariants
+ *  - A VP is lent to at most one spare (v->lent_to), and a spare stands in
+ *    for at most one VP (s->lender); both links change together under
+ *    mon.lock.  Only the monitor lends, so only it picks spares.
+ *  - An announced call: the VP's kernel thread stores SYS_IN before the
+ *    call and exchanges SYS_OUT after it.  The monitor lends the VP only by
+ *    CAS SYS_IN -> SYS_LENT under mon.lock, so the kernel thread either sees
+ *    SYS_LENT on return (and reclaims, taking mon.lock after the monitor
+ *    released it with lent_to set) or the CAS fails and nothing is lent.
+ *  - An unannounced block (raw futex in libgomp, say) is lent without a
+ *    CAS; the VP reclaims at its next scheduling point (find_work).
+ *  - Reclaiming retires the spare: it runs its current thread to the next
+ *    switch, then parks in the scheduler's retire() and is free for reuse.
+ *    So the number of VPs running user code exceeds the target only while
+ *    a call blocks, plus one time slice.
+ *  - The monitor sleeps on a futex while nothing is to be watched.  Its
+ *    wakers (a push onto a run queue, an announced call with a non-empty
+ *    queue, the last VP going idle) read monitor_asleep after publishing
+ *    their change, and the monitor rescans after storing it (seq_cst on
+ *    both sides), so it cannot miss work. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+#define HANDOFF_NS 50000LL       /* an announced call this long with threads ready */
+#define STUCK_NS 3000000LL       /* no switch this long while sleeping in the kernel */
+#define POLL_SLOW_NS 1000000LL   /* watching for unannounced blocks */
+#define QUIET_NS 300000000LL     /* a deadlock must look the same this long apart */
+
+_Atomic int monitor_asleep PPL_HIDDEN;
+
+static struct {
+	spin_t lock;                 /* lent_to/lender links */
+	_Atomic uint32_t word;       /* futex the monitor sleeps on */
+	_Atomic int kthreads;        /* kernel threads libppl made, with main's */
+	_Atomic bool idle_check;     /* every VP went idle: look for a deadlock */
+	_Atomic unsigned long handoffs; /* written by the monitor only */
+	bool reported;               /* a deadlock was reported ... */
+	unsigned long reported_mark; /* ... at this progress mark */
+} mon = { .kthreads = 1 };
+
+void monitor_count_kthread(void)
+{
+	atomic_fetch_add_explicit(&mon.kthreads, 1, memory_order_relaxed);
+}
+
+int monitor_own_kthreads(void)
+{
+	return atomic_load_explicit(&mon.kthreads, memory_order_relaxed);
+}
+
+unsigned long monitor_handoffs(void)
+{
+	return atomic_load_explicit(&mon.handoffs, memory_order_relaxed);
+}
+
+void monitor_kick(void)
+{
+	if (!atomic_exchange_explicit(&monitor_asleep, 0, memory_order_seq_cst))
+		return;   /* awake, or another kicker got there */
+	atomic_fetch_add_explicit(&mon.word, 1, memory_order_release);
+	futex_wake(&mon.word, 1);
+}
+
+void monitor_note_idle(void)
+{
+	if (ppl_env_deadlock == 0 ||
+	    atomic_load_explicit(&ppl_rt.nsleeping, memory_order_seq_cst) < ppl_rt.nvps)
+		return;
+	atomic_store_explicit(&mon.idle_check, true, memory_order_seq_cst);
+	monitor_note_ready();
+}
+
+/* ---- announced calls ----------------------------------------------------------- */
+
+struct vproc *sys_enter(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v->bound_to != NULL)
+		return NULL;   /* a foreign kernel thread, or a VP of one thread */
+	v->stats.syscalls++;
+	unsigned long seq = atomic_load_explicit(&v->sys_seq, memory_order_relaxed);
+	atomic_store_explicit(&v->sys_seq, seq + 1, memory_order_relaxed);
+	atomic_store_explicit(&v->in_syscall, SYS_IN, memory_order_seq_cst);
+	/* Threads already wait here, or will when a timer of this VP fires:
+	 * the monitor must time this call.  A later push onto the queue kicks
+	 * it from sched_push. */
+	if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0 ||
+	    atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
+		monitor_note_ready();
+	return v;
+}
+
+void sys_leave(struct vproc *v)
+{
+	if (v == NULL)
+		return;
+	int old = atomic_exchange_explicit(&v->in_syscall, SYS_OUT, memory_order_acq_rel);
+	if (ppl_unlikely(old == SYS_LENT)) {
+		int e = errno;
+		monitor_reclaim(v);
+		errno = e;
+	}
+}
+
+void monitor_reclaim(struct vproc *v)
+{
+	spin_lock(&mon.lock);
+	struct vproc *s = atomic_load_explicit(&v->lent_to, memory_order_relaxed);
+	if (s != NULL) {
+		atomic_store_explicit(&v->lent_to, NULL, memory_order_relaxed);
+		s->lender = NULL;
+		if (s->spare)   /* not if pthread_setconcurrency adopted it */
+			atomic_store_explicit(&s->retired, true, memory_order_seq_cst);
+	}
+	spin_unlock(&mon.lock);
+	/* Asleep in its idle loop, it would not notice before its next
+	 * wake-up: send it to retire() now. */
+	int one = 1;
+	if (s != NULL && atomic_compare_exchange_strong(&s->sleeping, &one, 0))
+		vp_resume(&s->vp);
+}
+
+/* ---- spares -------------------------------------------------------------------- */
+
+/* A spare that stands in for nobody, or a new one (parked: retired until
+ * lent).  Only the monitor calls this. */
+static struct vproc *spare_get(void)
+{
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *s = ppl_rt.vps[i];
+		if (s != NULL && s->spare && s->lender == NULL)
+			return s;
+	}
+	struct vproc *s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63);
+	if (s == NULL)
+		return NULL;
+	memset(s, 0, sizeof *s);
+	atomic_store(&s->next_deadline, INT64_MAX);
+	atomic_store(&s->retired, true);
+	s->spare = true;
+	spin_lock(&ppl_rt.lock);
+	int id = ppl_rt.nvps_total;
+	if (id >= PPL_MAX_VPS) {
+		spin_unlock(&ppl_rt.lock);
+		free(s);
+		return NULL;
+	}
+	s->vp.id = id;
+	/* Publish a fully initialised VP: stealers read the array unlocked. */
+	atomic_thread_fence(memory_order_release);
+	ppl_rt.vps[id] = s;
+	ppl_rt.nvps_total = id + 1;
+	int err = vp_create(&s->vp, sched_vp_main);
+	if (err) {
+		ppl_rt.vps[id] = NULL;
+		ppl_rt.nvps_total = id;
+		spin_unlock(&ppl_rt.lock);
+		free(s);
+		return NULL;
+	}
+	spin_unlock(&ppl_rt.lock);
+	monitor_count_kthread();
+	return s;
+}
+
+/* Lend v's work to a spare.  announced: v was seen in a call (CAS it). */
+static void lend(struct vproc *v, bool announced)
+{
+	struct vproc *s = spare_get();
+	if (s == NULL)
+		return;   /* no kernel thread to be had: the work waits for v */
+	spin_lock(&mon.lock);
+	int in = SYS_IN;
+	if (atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL ||
+	    (announced && !atomic_compare_exchange_strong_explicit(&v->in_syscall, &in, SYS_LENT,
+								   memory_order_seq_cst,
+								   memory_order_relaxed))) {
+		spin_unlock(&mon.lock);
+		return;   /* the call returned meanwhile */
+	}
+	s->lender = v;
+	atomic_store_explicit(&v->lent_to, s, memory_order_relaxed);
+	atomic_store_explicit(&s->retired, false, memory_order_seq_cst);
+	spin_unlock(&mon.lock);
+	atomic_fetch_add_explicit(&mon.handoffs, 1, memory_order_relaxed);
+	/* The spare steals v's queue like any idle VP. */
+	vp_resume(&s->vp);
+}
+
+/* ---- the monitor's loop ---------------------------------------------------------- */
+
+/* Wake one VP asleep in its idle loop: it steals queued threads and runs
+ * every VP's due timers there.  False if none sleeps. */
+static bool wake_sleeper(void)
+{
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		int one = 1;
+		if (o != NULL && o->bound_to == NULL && !atomic_load(&o->retired) &&
+		    atomic_compare_exchange_strong(&o->sleeping, &one, 0)) {
+			vp_resume(&o->vp);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* v is stuck in the kernel with work: first wake an idle VP, which is
+ * cheaper than a spare; if that did not help by the next look, lend. */
+static void unstick(struct vproc *v, int64_t stuck, int64_t after, bool announced)
+{
+	if (stuck < 2 * after && wake_sleeper())
+		return;
+	lend(v, announced);
+}
+
+static void wait_min(int64_t *wait, int64_t ns)
+{
+	if (*wait < 0 || ns < *wait)
+		*wait = ns;
+}
+
+/* Threads queued on v, or on the VPs it stands in for (a spare took over
+ * their work: nobody else will run it); *deadline is their earliest timer. */
+static bool has_work(struct vproc *v, int64_t *deadline)
+{
+	bool queued = false;
+	*deadline = INT64_MAX;
+	spin_lock(&mon.lock);
+	for (int hops = 0; v != NULL && hops < PPL_MAX_VPS; v = v->lender, hops++) {
+		if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0)
+			queued = true;
+		int64_t d = atomic_load_explicit(&v->next_deadline, memory_order_acquire);
+		if (d < *deadline)
+			*deadline = d;
+	}
+	spin_unlock(&mon.lock);
+	return queued;
+}
+
+/* Look at every VP once; lend those that are stuck.  Work is a thread on
+ * the VP's queue or one of its timers due (a thread sleeping or waiting
+ * with a timeout there).  Returns how long to wait before the next look,
+ * or -1 if nothing needs watching. */
+static int64_t scan(int64_t now)
+{
+	int64_t wait = -1;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *v = ppl_rt.vps[i];
+		if (v == NULL || v->bound_to != NULL || atomic_load(&v->retired) ||
+		    atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL)
+			continue;
+		unsigned long sw = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);
+		unsigned long seq = atomic_load_explicit(&v->sys_seq, memory_order_relaxed);
+		if (sw != v->mon_switches || seq != v->mon_seq) {
+			v->mon_switches = sw;
+			v->mon_seq = seq;
+			v->mon_since = now;
+		}
+		if (atomic_load_explicit(&v->sleeping, memory_order_relaxed)) {
+			v->mon_since = now;   /* idle: it looks for work itself */
+			continue;
+		}
+		bool in = atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_IN;
+		int64_t deadline;
+		bool queued = has_work(v, &deadline);
+		if (!queued && deadline > now) {
+			v->mon_since = now;   /* nothing waits for it yet */
+			if (in && deadline != INT64_MAX)
+				wait_min(&wait, deadline - now);
+			continue;
+		}
+		int64_t stuck = now - v->mon_since;
+		if (in) {
+			if (stuck >= HANDOFF_NS) {
+				unstick(v, stuck, HANDOFF_NS, true);
+				wait_min(&wait, HANDOFF_NS);
+				continue;
+			}
+			wait_min(&wait, HANDOFF_NS - stuck);
+			continue;
+		}
+		if (stuck >= STUCK_NS) {
+			int st = vp_kernel_state(&v->vp);
+			if (st == 'S' || st == 'D') {
+				unstick(v, stuck, STUCK_NS, false);
+				wait_min(&wait, POLL_SLOW_NS);
+				continue;
+			}
+		}
+		wait_min(&wait, POLL_SLOW_NS);
+	}
+	return wait;
+}
+
+static void nap(int64_t ns)
+{
+	struct timespec ts = ns_to_timespec(ns);
+	syscall(SYS_nanosleep, &ts, NULL);
+}
+
+/* Every VP went idle with no timers: look twice, QUIET_NS apart. */
+static void idle_check(void)
+{
+	atomic_store_explicit(&mon.idle_check, false, memory_order_seq_cst);
+	unsigned long m1, m2;
+	if (!deadlock_snapshot(&m1) || (mon.reported && m1 == mon.reported_mark))
+		return;
+	nap(QUIET_NS);
+	/* Nothing ran in between (the mark counts every switch and call). */
+	if (!deadlock_snapshot(&m2) || m1 != m2)
+		return;
+	deadlock_report();
+	mon.reported = true;
+	mon.reported_mark = m1;
+}
+
+static void monitor_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst))
+			idle_check();
+		int64_t wait = scan(clock_now_ns(CLOCK_MONOTONIC));
+		if (wait >= 0) {
+			nap(wait);
+			continue;
+		}
+		uint32_t seen = atomic_load_explicit(&mon.word, memory_order_acquire);
+		atomic_store_explicit(&monitor_asleep, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst) ||
+		    scan(clock_now_ns(CLOCK_MONOTONIC)) >= 0) {
+			atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
+			continue;
+		}
+		futex_wait(&mon.word, seen, NULL, CLOCK_MONOTONIC);
+		atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
+	}
+}
+
+void monitor_start(void)
+{
+	if (vp_helper_create(monitor_main, NULL) == 0)
+		monitor_count_kthread();
+}
