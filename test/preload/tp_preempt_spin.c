@@ -44,7 +44,7 @@ int main(void)
 		CHECK(usleep(10000) == 0);
 		long long late = tp_now_ns() - t0 - 10000000LL;
 		printf("main awake, %lld us late\n", late / 1000);
-		CHECK(late < 2000000000LL);
+		CHECK(late < 20000000000LL);   /* starving: never woken at all (loose: loaded machines) */
 	}
 	CHECK_OK(pthread_join(st, NULL));
 	for (int i = 0; i < SPINNERS; i++)
