@@ -2,8 +2,8 @@
  * terminates.  On libppl with one VP the setter can only run if the
  * spinner is preempted; a compute thread also must not starve a main that
  * sleeps and prints in between. */
+#include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 
 #include "tp_util.h"
 
@@ -15,9 +15,14 @@ static volatile unsigned long spins[SPINNERS];
 static void *spinner(void *arg)
 {
 	long i = (long)arg;
+	/* Some stack in use: the last spinner has a PTHREAD_STACK_MIN stack,
+	 * and every tick pushes a signal frame below this buffer. */
+	volatile char buf[4096];
+	for (size_t k = 0; k < sizeof buf; k += 64)
+		buf[k] = (char)k;
 	while (!flag)
 		spins[i]++;
-	return NULL;
+	return (void *)(long)buf[64];
 }
 
 static void *setter(void *arg)
@@ -33,8 +38,12 @@ static void *setter(void *arg)
 int main(void)
 {
 	pthread_t sp[SPINNERS], st;
+	pthread_attr_t small;
+	CHECK_OK(pthread_attr_init(&small));
+	CHECK_OK(pthread_attr_setstacksize(&small, PTHREAD_STACK_MIN));
 	for (long i = 0; i < SPINNERS; i++)
-		CHECK_OK(pthread_create(&sp[i], NULL, spinner, (void *)i));
+		CHECK_OK(pthread_create(&sp[i], i == SPINNERS - 1 ? &small : NULL, spinner, (void *)i));
+	CHECK_OK(pthread_attr_destroy(&small));
 	CHECK_OK(pthread_create(&st, NULL, setter, NULL));
 
 	/* main sleeps and prints while the spinners compute: it is woken on
