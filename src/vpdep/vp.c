@@ -151,6 +151,7 @@ void vp_enter(struct vp *vp)
 
 void vp_leave(struct vp *vp)
 {
+	vp_tick_stop(vp);   /* a CPU-time timer outlives its thread otherwise */
 	stack_t off = { .ss_flags = SS_DISABLE };
 	/* EPERM means we are running on the alternate stack: then it must
 	 * stay mapped, and leaking it is the only safe choice. */

@@ -31,6 +31,9 @@ struct vp {
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
 	_Atomic int tid;         /* kernel thread id, set by the thread itself on entry
 				  * (0 until then); read by vp_kernel_state, vp_signal */
+	uintptr_t tick;          /* preemption timer (timer_t), valid while tick_on */
+	int64_t tick_interval;   /* its period in ns of the VP's CPU time */
+	_Atomic bool tick_on;    /* vp_tick_start succeeded, vp_tick_stop not yet called */
 };
 
 /* A VP backend: kernel threads ("kthread") now; raw clone and processes later.
@@ -95,6 +98,26 @@ int vp_process_kthreads(void);
 int vp_kthread_stack(void **lo, size_t *size);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
+
+/* ---- preemption ticks (tick.c) ---------------------------------------------
+ * A periodic signal to one VP's kernel thread, every interval_ns of that
+ * thread's CPU time.  The handler runs on the interrupted stack with the
+ * signal still unblocked (it may switch contexts and be resumed later, on
+ * another VP); errno is preserved around fn. */
+
+/* The signal the ticks use. */
+int vp_tick_signal(void);
+/* Install fn as the process's handler for the tick signal.  0 or errno. */
+int vp_tick_install(void (*fn)(void *uc));
+/* Start ticking the calling kernel thread, which must be vp's.  0 or errno. */
+int vp_tick_start(struct vp *vp, int64_t interval_ns);
+/* From the handler: the next tick after first_ns of CPU time, then periodic again. */
+void vp_tick_soon(struct vp *vp, int64_t first_ns);
+void vp_tick_stop(struct vp *vp);
+/* The program counter the signal interrupted, from the handler's ucontext. */
+uintptr_t vp_tick_pc(const void *uc);
+/* Bytes of stack a signal frame and its handler need below the interrupted SP. */
+size_t vp_sigframe_reserve(void);
 
 /* ---- futexes (foreign kernel threads and VP sleep) ------------------------- */
 

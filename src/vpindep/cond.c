@@ -148,6 +148,7 @@ int ppl_pthread_cond_signal(pthread_cond_t *pc)
 	spin_unlock(&c->lock);
 	if (t)
 		sched_wake(t);
+	preempt_point();
 	return 0;
 }
 
@@ -187,6 +188,7 @@ int ppl_pthread_cond_broadcast(pthread_cond_t *pc)
 		fifo = t->next;
 		sched_wake(t);
 	}
+	preempt_point();
 	return 0;
 }
 

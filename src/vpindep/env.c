@@ -85,8 +85,12 @@ void ppl_env_init(void)
 		bad("PPL_TLS", tls, "expected 'shared' or 'per-thread'");
 	ppl_env_tls_per_thread = strcmp(tls, "per-thread") == 0;
 
-	ppl_env_timeslice_us = int_var("PPL_TIMESLICE_US", 100, 10000000, 10000,
-				       "expected a time slice in microseconds from 100 to 10000000");
+	/* 0 turns preemption off. */
+	const char *ts_expected = "expected a time slice in microseconds from 100 to 10000000, "
+				  "or 0 for no preemption";
+	ppl_env_timeslice_us = int_var("PPL_TIMESLICE_US", 0, 10000000, 10000, ts_expected);
+	if (ppl_env_timeslice_us > 0 && ppl_env_timeslice_us < 100)
+		bad("PPL_TIMESLICE_US", getenv("PPL_TIMESLICE_US"), ts_expected);
 	ppl_rt.stats = int_var("PPL_STATS", 0, 1, 0, "expected 0 or 1") == 1;
 	s = getenv("PPL_DEADLOCK");
 	if (s) {

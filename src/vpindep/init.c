@@ -128,6 +128,7 @@ int ppl_runtime_start(void)
 	ppl_rt.nvps = n;
 	ppl_rt.nvps_total = 1;
 	ppl_overflow_init();
+	preempt_init();
 	__libc_single_threaded = 0;   /* user threads interleave on every VP */
 
 	bool adopt_main = vp_current() == NULL && syscall(SYS_gettid) == getpid();
@@ -162,6 +163,7 @@ int ppl_runtime_start(void)
 			 * on VP 0. */
 			m->home = v0;
 		}
+		preempt_vp_start(v0);   /* VP 0's kernel thread is this one */
 	} else if (vp_create(&v0->vp, sched_vp_main) != 0) {
 		spin_unlock(&ppl_rt.lock);
 		return EAGAIN;

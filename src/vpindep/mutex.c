@@ -296,6 +296,7 @@ int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
 	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
 		       !PPL_DEBUG_CHECKS)) {
 		release(m, kind);
+		preempt_point();
 		return 0;
 	}
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
@@ -314,6 +315,7 @@ int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
 		atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
 	}
 	release(m, kind);
+	preempt_point();
 	return 0;
 }
 

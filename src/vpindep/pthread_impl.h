@@ -185,10 +185,18 @@ struct vproc {
 	ctx_fn after_fn;           /* run once right after switching to a context */
 	void *after_arg;
 
+	/* preemption (preempt.c): written by this VP's own code and its tick
+	 * handler, which runs on the same kernel thread */
+	_Atomic bool preempt_pending;   /* a deferred preemption is owed */
+	unsigned long preempt_switches; /* stats.switches when it was deferred */
+	unsigned long tick_switches;    /* stats.switches at the last tick */
+	int nopreempt;             /* > 0: libppl runs outside its text with a lock held */
+
 	struct {                   /* PPL_STATS counters, owned by this VP */
 		_Atomic unsigned long switches; /* also read by the monitor (progress) */
 		unsigned long steals, parks, wakes, creates;
 		unsigned long syscalls;    /* announced blocking calls (blocking.c) */
+		unsigned long preempts, preempts_deferred;
 	} stats;
 
 	/* Blocking system calls (monitor.c).  in_syscall is SYS_OUT or SYS_IN,
@@ -319,6 +327,42 @@ bool deadlock_snapshot(unsigned long *mark);
 void deadlock_report(void);
 int monitor_own_kthreads(void);
 unsigned long monitor_handoffs(void);
+/* ---- preemption (preempt.c) ---------------------------------------------------
+ * Time-slice preemption from a per-VP tick signal; docs/preemption.md. */
+
+/* Read PPL_TIMESLICE_US, find the protected text ranges, install the handler. */
+void preempt_init(void);
+/* Start ticking the calling VP (on its own kernel thread; unbound VPs only). */
+void preempt_vp_start(struct vproc *v);
+bool preempt_enabled(void);
+/* VPs owing a deferred preemption: read by preempt_point, one load. */
+extern _Atomic int preempt_npending PPL_HIDDEN;
+void preempt_deferred_run(void);
+
+/* A safe point at a libppl entry point: no libppl lock held, about to
+ * return to the application.  Pays a deferred preemption, if one is owed. */
+static inline void preempt_point(void)
+{
+	if (ppl_unlikely(atomic_load_explicit(&preempt_npending, memory_order_relaxed) != 0))
+		preempt_deferred_run();
+}
+
+/* Around libppl code that holds a lock and calls out of libppl's text into
+ * code that may be the application's (a replaced malloc): no preemption
+ * there.  Never switch contexts in between. */
+static inline void preempt_off(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v)
+		v->nopreempt++;
+}
+
+static inline void preempt_on(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v)
+		v->nopreempt--;
+}
 
 /* ---- attributes (attr.c) -----------------------------------------------------------
  * pthread_attr_t is an opaque 56-byte overlay owned by attr.c; thread.c sees

@@ -302,6 +302,7 @@ int ppl_pthread_rwlock_unlock(pthread_rwlock_t *pl)
 	spin_unlock(&l->lock);
 	/* From here on l may already be destroyed and freed. */
 	wake_chain(chain);
+	preempt_point();
 	return 0;
 }
 

@@ -586,6 +586,7 @@ void sched_vp_main(struct vp *vp)
 	 * its own, set up by ppl_runtime_start). */
 	if (tls_per_thread && v->idle_ctx.tls == NULL)
 		v->idle_ctx.tls = ctx_tls_self();
+	preempt_vp_start(v);
 	for (;;) {
 		v->current = NULL;
 		int64_t left = run_timers(v);

@@ -57,5 +57,6 @@ int ppl_pthread_spin_trylock(pthread_spinlock_t *l)
 int ppl_pthread_spin_unlock(pthread_spinlock_t *l)
 {
 	atomic_store_explicit(W(l), 0, memory_order_release);
+	preempt_point();
 	return 0;
 }

@@ -9,7 +9,7 @@ void ppl_stats_report(void)
 {
 	if (!ppl_rt.stats)
 		return;
-	unsigned long sw = 0, st = 0, pk = 0, wk = 0, cr = 0, sc = 0;
+	unsigned long sw = 0, st = 0, pk = 0, wk = 0, cr = 0, sc = 0, pe = 0, pd = 0;
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *v = ppl_rt.vps[i];
 		if (v == NULL)
@@ -20,12 +20,15 @@ void ppl_stats_report(void)
 		wk += v->stats.wakes;
 		cr += v->stats.creates;
 		sc += v->stats.syscalls;
+		pe += v->stats.preempts;
+		pd += v->stats.preempts_deferred;
 	}
 	char buf[256];
 	int n = snprintf(buf, sizeof buf,
 			 "libppl stats: vps=%d backend=%s threads-created=%lu switches=%lu "
-			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu\n",
-			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs());
+			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu preemptions=%lu "
+			 "preemptions-deferred=%lu\n",
+			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(), pe, pd);
 	if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
 		/* nothing to do */
 	}

@@ -157,6 +157,11 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t guard = (at->guardsize + page - 1) & ~(page - 1);
 	size = (size + page - 1) & ~(page - 1);
+	/* A preemption tick pushes a signal frame (about 12 KB with AVX-512)
+	 * wherever the thread is: small stacks get that much on top, so the
+	 * size asked for stays usable.  Big ones have the room already. */
+	if (preempt_enabled() && size < 64 * 1024)
+		size += vp_sigframe_reserve();
 	if (t->stack.lo && !t->stack.user && t->stack.size == size && t->stack.guard == guard)
 		return 0;   /* the recycled stack fits */
 	if (t->stack.lo && !t->stack.user)
@@ -215,6 +220,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		return 0;
 	}
 	sched_ready_new(t);
+	preempt_point();
 	return 0;
 }
 

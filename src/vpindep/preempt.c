@@ -1,0 +1,222 @@
+/* Time-slice preemption: a user thread that has run for a whole slice
+ * while other threads wait is switched out from inside a signal handler,
+ * at a safe point only (docs/preemption.md).
+ *
+ * Invariants
+ *  - Ticks come from vp_tick_* (one CPU-time timer per unbound VP, started
+ *    on the VP's own kernel thread); the handler (tick) runs on the
+ *    interrupted thread's stack.  Switching away there is a plain
+ *    sched_yield_ult: the kernel's signal frame below the switch frame
+ *    keeps every register, vector state included, and returning from the
+ *    handler later (on whichever VP resumed the thread) restores them.
+ *  - Safe point: the interrupted PC is outside the C library, the dynamic
+ *    linker, the vDSO, libgcc_s and libppl (text ranges found once by
+ *    dl_iterate_phdr; they may hold locks that are not libppl's, or libppl's
+ *    own spin locks), the VP's nopreempt count is 0 (libppl code that calls
+ *    out of those ranges with a lock held), and the thread is RUNNING.
+ *  - Otherwise the preemption is deferred: the VP's `preempt_pending` is
+ *    set with the switch count at that moment, and honoured by the next
+ *    tick that finds a safe point (the timer is re-armed to come back at
+ *    the next scheduler tick instead of a whole slice later) or by the next
+ *    libppl entry point that calls preempt_point().  A switch since then
+ *    means the thread already gave up its VP: the debt is dropped.
+ *  - A thread that started during the current period is left alone for
+ *    this tick, so every thread gets at least one whole slice.
+ *  - Nothing is preempted unless work waits: a thread queued on any VP, or
+ *    a timer that is due (a sleeper on a VP whose only thread computes). */
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+#define MAX_RANGES 16
+
+struct range {
+	uintptr_t lo, hi;      /* [lo, hi): an executable PT_LOAD segment */
+};
+
+/* Written once by preempt_init before any VP ticks, read by handlers. */
+static struct range ranges[MAX_RANGES];
+static int nranges;
+static int64_t slice_ns;       /* 0: preemption off */
+
+_Atomic int preempt_npending PPL_HIDDEN;
+
+extern long ppl_env_timeslice_us PPL_HIDDEN;
+
+static bool protected_pc(uintptr_t pc)
+{
+	for (int i = 0; i < nranges; i++)
+		if (pc >= ranges[i].lo && pc < ranges[i].hi)
+			return true;
+	return false;
+}
+
+static bool name_is(const char *path, const char *prefix)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return strncmp(base, prefix, strlen(prefix)) == 0;
+}
+
+static bool object_contains(const struct dl_phdr_info *info, uintptr_t addr)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && addr >= lo && addr < lo + ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	bool ours = object_contains(info, (uintptr_t)&add_object) ||
+		    object_contains(info, (uintptr_t)&dl_iterate_phdr) ||
+		    info->dlpi_addr == (uintptr_t)getauxval(AT_BASE) ||
+		    info->dlpi_addr == (uintptr_t)getauxval(AT_SYSINFO_EHDR) ||
+		    name_is(name, "libc.so") || name_is(name, "ld-linux") ||
+		    name_is(name, "linux-vdso") || name_is(name, "libgcc_s.so");
+	if (!ours)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		ranges[nranges++] = (struct range){ lo, lo + ph->p_memsz };
+	}
+	return 0;
+}
+
+/* ---- the debt of a deferred preemption ------------------------------------- */
+
+static void pending_set(struct vproc *v)
+{
+	v->preempt_switches = v->stats.switches;
+	if (!atomic_exchange_explicit(&v->preempt_pending, true, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&preempt_npending, 1, memory_order_relaxed);
+		v->stats.preempts_deferred++;
+	}
+}
+
+/* Drop the debt; true if it was still owed by the running thread. */
+static bool pending_take(struct vproc *v)
+{
+	if (!atomic_exchange_explicit(&v->preempt_pending, false, memory_order_relaxed))
+		return false;
+	atomic_fetch_sub_explicit(&preempt_npending, 1, memory_order_relaxed);
+	return v->preempt_switches == v->stats.switches;
+}
+
+/* ---- is anyone waiting? ------------------------------------------------------ */
+
+static bool work_waiting(struct vproc *self)
+{
+	if (atomic_load_explicit(&self->rq_len, memory_order_relaxed) > 0)
+		return true;
+	int n = ppl_rt.nvps_total;
+	int64_t now = -1;
+	for (int i = 0; i < n; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		if (o == NULL)
+			continue;
+		if (o != self && atomic_load_explicit(&o->rq_len, memory_order_relaxed) > 0 &&
+		    !o->bound_to)
+			return true;
+		int64_t d = atomic_load_explicit(&o->next_deadline, memory_order_relaxed);
+		if (d != INT64_MAX) {
+			if (now < 0)
+				now = clock_now_ns(CLOCK_MONOTONIC);
+			if (d <= now)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* ---- the handler --------------------------------------------------------------- */
+
+static void tick(void *uc)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v->current == NULL || v->bound_to != NULL)
+		return;   /* a foreign thread, or the VP's idle loop */
+	unsigned long sw = v->stats.switches;
+	bool owed = pending_take(v);
+	if (!owed && sw != v->tick_switches) {
+		v->tick_switches = sw;   /* started during this period: a full slice first */
+		return;
+	}
+	if (!work_waiting(v))
+		return;
+	if (v->nopreempt != 0 || protected_pc(vp_tick_pc(uc)) ||
+	    atomic_load_explicit(&v->current->state, memory_order_relaxed) != ULT_RUNNING) {
+		pending_set(v);
+		/* Come back at the next scheduler tick rather than a slice later. */
+		vp_tick_soon(&v->vp, 1);
+		return;
+	}
+	v->stats.preempts++;
+	sched_yield_ult();
+	/* Resumed, possibly on another VP: `v` is stale. */
+}
+
+void preempt_deferred_run(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v->current == NULL || v->nopreempt != 0)
+		return;
+	if (!pending_take(v))
+		return;
+	v->stats.preempts++;
+	sched_yield_ult();
+}
+
+/* ---- start-up ---------------------------------------------------------------------- */
+
+void preempt_init(void)
+{
+	slice_ns = (int64_t)ppl_env_timeslice_us * 1000;
+	if (slice_ns == 0)
+		return;
+	dl_iterate_phdr(add_object, NULL);
+	int err = vp_tick_install(tick);
+	if (err)
+		ppl_fatal("cannot install the preemption signal handler (signal %d): %s",
+			  vp_tick_signal(), strerror(err));
+}
+
+bool preempt_enabled(void)
+{
+	return slice_ns != 0;
+}
+
+void preempt_vp_start(struct vproc *v)
+{
+	if (slice_ns == 0 || v->bound_to != NULL || atomic_load(&v->vp.tick_on))
+		return;
+	v->tick_switches = v->stats.switches;
+	int err = vp_tick_start(&v->vp, slice_ns);
+	if (err) {
+		/* Not fatal: the VP runs its threads to their next switch, as
+		 * without preemption.  Say so once. */
+		static _Atomic bool told;
+		if (!atomic_exchange(&told, true)) {
+			char buf[160];
+			int n = snprintf(buf, sizeof buf,
+					 "libppl: VP %d: no preemption timer (%s); threads there "
+					 "run until they block or yield\n", v->vp.id, strerror(err));
+			if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+				/* stderr is gone */
+			}
+		}
+	}
+}
