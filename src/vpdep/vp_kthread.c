@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <ucontext.h>
 
 #include "vp_backend.h"
 #include "vpdep.h"
@@ -29,13 +30,14 @@ enum {
 	REAL_ATTR_SETDETACHSTATE,
 	REAL_ATTR_GETSTACK,
 	REAL_ATTR_DESTROY,
+	REAL_KILL,
 	REAL_COUNT
 };
 
 static const char *const names[REAL_COUNT] = {
 	"pthread_create",     "pthread_exit",        "pthread_self",
 	"pthread_getattr_np", "pthread_attr_init",   "pthread_attr_setdetachstate",
-	"pthread_attr_getstack", "pthread_attr_destroy",
+	"pthread_attr_getstack", "pthread_attr_destroy", "pthread_kill",
 };
 
 static void *_Atomic real[REAL_COUNT];
@@ -61,6 +63,7 @@ typedef pthread_t (*self_fn)(void);
 typedef int (*getattr_fn)(pthread_t, pthread_attr_t *);
 typedef int (*attr_fn)(pthread_attr_t *);
 typedef int (*setdetach_fn)(pthread_attr_t *, int);
+typedef int (*kill_fn)(pthread_t, int);
 typedef int (*getstack_fn)(const pthread_attr_t *, void **, size_t *);
 
 static void *kthread_main(void *p)
@@ -126,4 +129,21 @@ _Noreturn void vp_kthread_exit(void *result)
 {
 	((exit_fn)resolve(REAL_EXIT))(result);
 	abort();
+}
+
+int vp_signal(struct vp *vp, int sig)
+{
+	return ((kill_fn)resolve(REAL_KILL))((pthread_t)vp->handle, sig);
+}
+
+uintptr_t vp_signal_pc(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+#if defined(__x86_64__)
+	return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	return (uintptr_t)uc->uc_mcontext.pc;
+#else
+#error "add the program counter of this architecture's ucontext"
+#endif
 }

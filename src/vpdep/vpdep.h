@@ -70,6 +70,12 @@ int vp_kthread_stack(void **lo, size_t *size);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
 
+/* Send signal sig to the kernel thread that is `vp` (through the C
+ * library's pthread_kill: libppl's own takes user threads).  0 or errno. */
+int vp_signal(struct vp *vp, int sig);
+/* In a signal handler: the interrupted program counter, from its ucontext. */
+uintptr_t vp_signal_pc(const void *ucontext);
+
 /* ---- futexes (foreign kernel threads and VP sleep) ------------------------- */
 
 /* Wait while *addr == val.  abstime (on clock clk) may be NULL.
