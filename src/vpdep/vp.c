@@ -24,6 +24,9 @@
 
 #include "config.h"
 #include "futex.h"
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "vp_backend.h"
 #include "vpdep.h"
 
@@ -140,6 +143,7 @@ static void altstack_free(struct vp *vp)
 void vp_enter(struct vp *vp)
 {
 	current = vp;
+	vp->tid = (int)syscall(SYS_gettid);
 	if (vp->altstack != NULL) {
 		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
 		/* Cannot fail: the stack is large enough and we are not on it. */

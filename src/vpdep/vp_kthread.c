@@ -13,7 +13,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "vp_backend.h"
 #include "vpdep.h"
@@ -30,14 +33,13 @@ enum {
 	REAL_ATTR_SETDETACHSTATE,
 	REAL_ATTR_GETSTACK,
 	REAL_ATTR_DESTROY,
-	REAL_KILL,
 	REAL_COUNT
 };
 
 static const char *const names[REAL_COUNT] = {
 	"pthread_create",     "pthread_exit",        "pthread_self",
 	"pthread_getattr_np", "pthread_attr_init",   "pthread_attr_setdetachstate",
-	"pthread_attr_getstack", "pthread_attr_destroy", "pthread_kill",
+	"pthread_attr_getstack", "pthread_attr_destroy",
 };
 
 static void *_Atomic real[REAL_COUNT];
@@ -63,7 +65,6 @@ typedef pthread_t (*self_fn)(void);
 typedef int (*getattr_fn)(pthread_t, pthread_attr_t *);
 typedef int (*attr_fn)(pthread_attr_t *);
 typedef int (*setdetach_fn)(pthread_attr_t *, int);
-typedef int (*kill_fn)(pthread_t, int);
 typedef int (*getstack_fn)(const pthread_attr_t *, void **, size_t *);
 
 static void *kthread_main(void *p)
@@ -133,7 +134,9 @@ _Noreturn void vp_kthread_exit(void *result)
 
 int vp_signal(struct vp *vp, int sig)
 {
-	return ((kill_fn)resolve(REAL_KILL))((pthread_t)vp->handle, sig);
+	if (syscall(SYS_tgkill, getpid(), vp->tid, sig) != 0)
+		return errno;
+	return 0;
 }
 
 uintptr_t vp_signal_pc(const void *ucontext)

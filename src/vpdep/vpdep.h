@@ -26,6 +26,7 @@ struct vp {
 	int id;                  /* 0 .. nvps-1; VP 0 is the process's main kernel thread */
 	_Atomic uint32_t wakeword; /* futex word: vp_resume bumps it, vp_suspend waits on it */
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
+	int tid;                 /* its kernel thread id, set by the thread itself */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */
 	size_t altstack_size;
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
@@ -70,8 +71,9 @@ int vp_kthread_stack(void **lo, size_t *size);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
 
-/* Send signal sig to the kernel thread that is `vp` (through the C
- * library's pthread_kill: libppl's own takes user threads).  0 or errno. */
+/* Send signal sig to the kernel thread that is `vp` (tgkill on its id: the
+ * C library's pthread_kill goes by the thread pointer, which per-thread
+ * TLS gives to user threads).  0 or errno. */
 int vp_signal(struct vp *vp, int sig);
 /* In a signal handler: the interrupted program counter, from its ucontext. */
 uintptr_t vp_signal_pc(const void *ucontext);

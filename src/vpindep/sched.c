@@ -250,16 +250,20 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 	*errno_slot() = self->saved_errno;
 }
 
+/* The yielding thread is queued again: an idle VP may take it, or it would
+ * wait behind a thread that never yields back (no preemption). */
 static void requeue_cb(void *arg)
 {
 	struct ult *t = arg;
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
 	rq_push(t->home ? t->home : push_target(t), t);
+	wake_idle_vp();
 }
 
 static void unlock_cb(void *lock)
 {
 	spin_unlock(lock);
+	wake_idle_vp();
 }
 
 void sched_yield_ult(void)
