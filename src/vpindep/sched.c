@@ -425,6 +425,7 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 		    (cp || (c & CANCEL_ASYNC))) {
 			if (q)
 				waitq_remove(q, self);
+			atomic_store_explicit(&self->park_lock, NULL, memory_order_relaxed);
 			spin_unlock(lock);
 			if (!cp)
 				cancel_act();
@@ -433,7 +434,9 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	}
 	if (v == NULL) {
 		atomic_store_explicit(&self->wake, 0, memory_order_relaxed);
-		return park_foreign(self, lock, q, abstime, clk);
+		int err = park_foreign(self, lock, q, abstime, clk);
+		atomic_store_explicit(&self->park_lock, NULL, memory_order_release);
+		return err;
 	}
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
@@ -441,6 +444,11 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	switch_away(v, self, park_cb, &r);
 	if (deadline >= 0)
 		timer_cancel(&self->timer);
+	/* The object may go away once we return: a canceller must not take
+	 * its lock later.  (One that loaded it just before has the same narrow
+	 * window as a timer that fires as its thread is popped.) */
+	if (lock)
+		atomic_store_explicit(&self->park_lock, NULL, memory_order_release);
 	/* Woken by pthread_cancel in a plain park: asynchronous cancellation. */
 	if (ppl_unlikely(self->wait_result == ECANCELED) && !cp)
 		cancel_act();
