@@ -23,6 +23,7 @@
 #include <bits/pthreadtypes.h>
 #include <bits/types/__sigset_t.h>
 #include <bits/types/struct_timespec.h>
+#include <bits/setjmp.h>
 #include <bits/wordsize.h>
 #ifdef __USE_MISC
 #include <bits/pthread_stack_min-dynamic.h>
@@ -549,16 +550,44 @@ extern int pthread_setspecific (pthread_key_t __key, const void *__pointer) __TH
 /* ---- cleanup handlers --------------------------------------------------------------------------
  * pthread_cleanup_push and _pop are macros that open and close a block, so
  * they must appear as a pair in the same scope.  C++ with exceptions uses a
- * destructor, which runs both on normal exit and when cancellation unwinds
- * the frame, and needs no library call.  Everywhere else the handler is
- * registered with _pthread_cleanup_push/_pthread_cleanup_pop, the C
- * library's own ABI for this. */
+ * destructor and C with -fexceptions a cleanup attribute: both run when the
+ * frame is left normally or by the unwinder (cancellation, pthread_exit),
+ * in order with the frame's other destructors, and need no library call.
+ * Everywhere else the handler is registered with _pthread_cleanup_push/
+ * _pthread_cleanup_pop, the C library's own ABI for this, and run by the
+ * unwinder once it has left the frame. */
 
 extern void _pthread_cleanup_push (struct _pthread_cleanup_buffer *__buffer,
 				   void (*__routine) (void *), void *__arg) __THROW;
 /* Not __THROW: with a nonzero __execute it calls the handler. */
 extern void _pthread_cleanup_pop (struct _pthread_cleanup_buffer *__buffer,
 				  int __execute);
+/* The same, also saving the cancel type in __buffer and making it deferred,
+ * and restoring it (the C library's GLIBC_2.2.5 ABI). */
+extern void _pthread_cleanup_push_defer (struct _pthread_cleanup_buffer *__buffer,
+					 void (*__routine) (void *), void *__arg) __THROW;
+extern void _pthread_cleanup_pop_restore (struct _pthread_cleanup_buffer *__buffer,
+					  int __execute);
+
+/* glibc's cleanup ABI of C without exceptions, for binaries built with the
+ * C library's <pthread.h>: a setjmp buffer the unwinder jumps back to, and
+ * private words (layout as glibc's, so such binaries run preloaded). */
+struct __cancel_jmp_buf_tag {
+	__jmp_buf __cancel_jmp_buf;
+	int __mask_was_saved;
+};
+
+typedef struct {
+	struct __cancel_jmp_buf_tag __cancel_jmp_buf[1];
+	void *__pad[4];
+} __pthread_unwind_buf_t __attribute__ ((__aligned__));
+
+extern void __pthread_register_cancel (__pthread_unwind_buf_t *__buf);
+extern void __pthread_unregister_cancel (__pthread_unwind_buf_t *__buf);
+extern void __pthread_register_cancel_defer (__pthread_unwind_buf_t *__buf);
+extern void __pthread_unregister_cancel_restore (__pthread_unwind_buf_t *__buf);
+extern void __pthread_unwind_next (__pthread_unwind_buf_t *__buf)
+	__attribute__ ((__noreturn__));
 
 __END_DECLS
 
@@ -592,6 +621,44 @@ public:
 #define pthread_cleanup_pop_restore_np(execute) \
 		__ppl_clframe.__restore (); \
 		__ppl_clframe.__set_do_it (execute); \
+	} while (0)
+#endif
+
+#elif defined __GNUC__ && defined __EXCEPTIONS
+/* C with -fexceptions: a cleanup attribute, which the unwinder runs in
+ * its frame, in order with the frame's other cleanups (as glibc does). */
+struct __ppl_cleanup_frame {
+	void (*__routine) (void *);
+	void *__arg;
+	int __do_it;
+	int __saved_type;
+};
+
+static __inline__ void
+__ppl_cleanup_run (struct __ppl_cleanup_frame *__f)
+{
+	if (__f->__do_it)
+		__f->__routine (__f->__arg);
+}
+
+#define pthread_cleanup_push(routine, arg) \
+	do { \
+		struct __ppl_cleanup_frame __ppl_clframe \
+			__attribute__ ((__cleanup__ (__ppl_cleanup_run))) \
+			= { (routine), (arg), 1, 0 };
+#define pthread_cleanup_pop(execute) \
+		__ppl_clframe.__do_it = (execute); \
+	} while (0)
+#ifdef __USE_GNU
+#define pthread_cleanup_push_defer_np(routine, arg) \
+	do { \
+		struct __ppl_cleanup_frame __ppl_clframe \
+			__attribute__ ((__cleanup__ (__ppl_cleanup_run))) \
+			= { (routine), (arg), 1, 0 }; \
+		(void) pthread_setcanceltype (PTHREAD_CANCEL_DEFERRED, &__ppl_clframe.__saved_type)
+#define pthread_cleanup_pop_restore_np(execute) \
+		(void) pthread_setcanceltype (__ppl_clframe.__saved_type, (int *) 0); \
+		__ppl_clframe.__do_it = (execute); \
 	} while (0)
 #endif
 

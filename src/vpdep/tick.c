@@ -109,7 +109,7 @@ void vp_tick_stop(struct vp *vp)
 	timer_delete((timer_t)vp->tick);
 }
 
-uintptr_t vp_tick_pc(const void *uc)
+uintptr_t vp_signal_pc(const void *uc)
 {
 	const ucontext_t *u = uc;
 #if defined(__x86_64__)

@@ -25,6 +25,9 @@
 
 #include "config.h"
 #include "futex.h"
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "vp_backend.h"
 #include "vpdep.h"
 

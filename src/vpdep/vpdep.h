@@ -115,7 +115,7 @@ int vp_tick_start(struct vp *vp, int64_t interval_ns);
 void vp_tick_soon(struct vp *vp, int64_t first_ns);
 void vp_tick_stop(struct vp *vp);
 /* The program counter the signal interrupted, from the handler's ucontext. */
-uintptr_t vp_tick_pc(const void *uc);
+uintptr_t vp_signal_pc(const void *uc);
 /* Bytes of stack a signal frame and its handler need below the interrupted SP. */
 size_t vp_sigframe_reserve(void);
 

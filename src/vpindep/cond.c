@@ -81,6 +81,7 @@ static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespe
 static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec *abstime,
 		       clockid_t clk)
 {
+	cancel_point();
 	if ((c->attr & CA_PSHARED) != 0)
 		return wait_pshared(c, m, abstime, clk);
 	struct ult *self = ult_self();
@@ -94,11 +95,14 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 		return err;
 	}
 	waitq_push(&c->q, self);
-	err = sched_park(&c->lock, &c->q, abstime, clk);
-	/* Not popped (timed out): the waker did not count us out. */
+	err = sched_park_cp(&c->lock, &c->q, abstime, clk);
+	/* Not popped (timed out, cancelled): the waker did not count us out. */
 	if (err != 0)
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
 	int err2 = ppl_pthread_mutex_lock(m);
+	/* POSIX: the mutex is held again when the cleanup handlers run. */
+	if (ppl_unlikely(err == ECANCELED))
+		cancel_act();
 	return err2 != 0 ? err2 : err;
 }
 

@@ -144,7 +144,7 @@ static bool work_waiting(struct vproc *self)
 
 /* ---- the handler --------------------------------------------------------------- */
 
-static void tick(void *uc)
+static void tick_body(void *uc)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v == NULL || v->current == NULL || v->bound_to != NULL)
@@ -157,7 +157,7 @@ static void tick(void *uc)
 	}
 	if (!work_waiting(v))
 		return;
-	if (v->nopreempt != 0 || protected_pc(vp_tick_pc(uc)) ||
+	if (v->nopreempt != 0 || protected_pc(vp_signal_pc(uc)) ||
 	    atomic_load_explicit(&v->current->state, memory_order_relaxed) != ULT_RUNNING) {
 		pending_set(v);
 		/* Come back at the next scheduler tick rather than a slice later. */
@@ -167,6 +167,17 @@ static void tick(void *uc)
 	v->stats.preempts++;
 	sched_yield_ult();
 	/* Resumed, possibly on another VP: `v` is stale. */
+}
+
+/* An asynchronous cancel whose signal found this handler running (its PC
+ * in libppl) or the thread switched out is acted on here, on the way back
+ * to interrupted code that is a safe point. */
+static void tick(void *uc)
+{
+	tick_body(uc);
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v != NULL && v->current != NULL && v->nopreempt == 0 && !protected_pc(vp_signal_pc(uc)))
+		cancel_async_check();
 }
 
 void preempt_deferred_run(void)

@@ -158,7 +158,28 @@ struct ult {
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
 	struct ult *all_next;      /* every TCB ever allocated (deadlock.c); set once */
+
+	/* cancellation (cancel.c, unwind.c); reset by tcb_get */
+	_Atomic int cancel;        /* CANCEL_* bits: written by the thread, and
+				    * CANCEL_PENDING by pthread_cancel (seq_cst) */
+	_Atomic(spin_t *) park_lock; /* lock of the queue of the last park; with
+				    * wait_q != NULL, under that lock, t is parked there */
+	bool park_cp;              /* that park is a cancellation point (under park_lock) */
+	spin_t sleep_lock;         /* a cancellable sleep parks on sleep_q under it */
+	struct waitq sleep_q;
+	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */
+	void *cleanup_jmp;         /* __pthread_register_cancel list (unwind.c) */
+	void *landing;             /* ult_entry's jmp_buf: where an unwind ends */
+	_Alignas(16) unsigned char unwind_exc[64]; /* struct _Unwind_Exception of
+				    * the unwind in progress: off the stack, which
+				    * the landing pads reuse */
 };
+
+/* struct ult's `cancel` word */
+#define CANCEL_DISABLED 1          /* PTHREAD_CANCEL_DISABLE */
+#define CANCEL_ASYNC    2          /* PTHREAD_CANCEL_ASYNCHRONOUS */
+#define CANCEL_PENDING  4          /* pthread_cancel was called */
+#define CANCEL_ACTING   8          /* unwinding (cancelled or pthread_exit): no more acting */
 
 /* ---- per-VP scheduler state ---------------------------------------------------- */
 
@@ -191,6 +212,7 @@ struct vproc {
 	unsigned long preempt_switches; /* stats.switches when it was deferred */
 	unsigned long tick_switches;    /* stats.switches at the last tick */
 	int nopreempt;             /* > 0: libppl runs outside its text with a lock held */
+	_Atomic int cancel_sig;    /* set before pthread_cancel signals this VP (cancel.c) */
 
 	struct {                   /* PPL_STATS counters, owned by this VP */
 		_Atomic unsigned long switches; /* also read by the monitor (progress) */
@@ -263,6 +285,44 @@ void sched_ready_new(struct ult *t);
  * (abstime on clock clk, NULL for none) the thread is removed from q and
  * ETIMEDOUT returned if it is not woken in time.  Returns 0 when woken. */
 int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk);
+/* ---- cancellation points (cancel.c, sched.c) -----------------------------------
+ * Deferred cancellation is acted on only where libppl checks for it.  A
+ * blocking primitive that is a cancellation point:
+ *  - calls cancel_point() on entry (before it changes any state);
+ *  - parks with sched_park_cp (same contract as sched_park) instead of
+ *    sched_park.  pthread_cancel wakes a thread parked there: it removes it
+ *    from q under *lock and sched_park_cp returns ECANCELED (also at once if
+ *    a cancel is already pending: then self has been removed from q).  The
+ *    caller restores its invariants as for a time-out (cond_wait re-acquires
+ *    the mutex), then calls cancel_act(), which does not return.
+ * A thread with asynchronous cancellation enabled that is parked in plain
+ * sched_park is woken too and unwinds from inside sched_park: its queue is
+ * consistent (it was removed under the lock), the rest is the undefined
+ * behaviour POSIX gives non-async-cancel-safe calls. */
+int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk);
+/* sched_sleep_until as a cancellation point: 0, or ECANCELED. */
+int sched_sleep_until_cp(int64_t deadline_mono_ns);
+/* Act on a pending cancellation request if cancellation is enabled. */
+void cancel_point(void);
+/* Act on the request now: unwind the calling thread with PTHREAD_CANCELED. */
+_Noreturn void cancel_act(void);
+/* Asynchronous type, enabled and pending: act now (after a libppl call that
+ * such a thread may make, e.g. sched_yield, or a signal that found it in
+ * libppl's code). */
+void cancel_async_check(void);
+/* pthread_cancel's side: wake t if it is parked where a cancel ends the wait. */
+void cancel_wake(struct ult *t, bool async);
+/* Unwind the calling thread to its landing point (unwind.c), running the
+ * cleanup handlers and destructors of its frames; then ult_finish.  The
+ * caller has set CANCEL_ACTING and self->result. */
+_Noreturn void ult_unwind(void);
+/* Load the unwinder (libgcc_s) if it is not loaded yet; fatal if missing. */
+void unwind_prepare(void);
+/* ult_entry: its landing buffer (a jmp_buf in its frame) for ult_unwind. */
+void unwind_set_landing(struct ult *self, void *jmpbuf);
+/* The end of every thread: destructors, then off its stack (thread.c). */
+_Noreturn void ult_finish(struct ult *self);
+
 /* Yield the VP to another ready thread, if there is one. */
 void sched_yield_ult(void);
 /* Sleep until the absolute monotonic time; returns 0. */

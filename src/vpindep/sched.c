@@ -265,16 +265,20 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 		sig_resumed(self);
 }
 
+/* The yielding thread is queued again: an idle VP may take it, or it would
+ * wait behind a thread that never yields back (no preemption). */
 static void requeue_cb(void *arg)
 {
 	struct ult *t = arg;
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
 	rq_push(t->home ? t->home : push_target(t), t);
+	wake_idle_vp();
 }
 
 static void unlock_cb(void *lock)
 {
 	spin_unlock(lock);
+	wake_idle_vp();
 }
 
 void sched_yield_ult(void)
@@ -390,8 +394,9 @@ static int park_foreign(struct ult *self, spin_t *lock, struct waitq *q,
 	if (lock)
 		spin_unlock(lock);
 	for (;;) {
+		/* wait_result: 0 from a waker, ECANCELED from pthread_cancel. */
 		if (atomic_load_explicit(&self->wake, memory_order_acquire))
-			return 0;
+			return self->wait_result;
 		int err = futex_wait(&self->wake, 0, abstime, clk);
 		if (err != ETIMEDOUT)
 			continue;
@@ -407,11 +412,15 @@ static int park_foreign(struct ult *self, spin_t *lock, struct waitq *q,
 	}
 }
 
-int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
+/* The common part of sched_park and sched_park_cp.  With a lock, the park
+ * is published for pthread_cancel (park_lock, park_cp) under that lock,
+ * and the pending request is read after it: the canceller sets its bit
+ * before it reads park_lock, so one of the two sees the other (seq_cst). */
+static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
+		int64_t deadline, bool cp)
 {
 	struct vproc *v = this_vp();
 	struct ult *self = v ? v->current : ult_self();
-	int64_t deadline = -1;
 	if (abstime) {
 		deadline = deadline_mono_ns(abstime, clk);
 		if (deadline < 0) {
@@ -425,9 +434,26 @@ int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, cl
 	}
 	self->wait_lock = lock;
 	self->wait_result = 0;
+	if (lock) {
+		self->park_cp = cp;
+		atomic_store_explicit(&self->park_lock, lock, memory_order_seq_cst);
+		int c = atomic_load_explicit(&self->cancel, memory_order_seq_cst);
+		if (ppl_unlikely(c & CANCEL_PENDING) && !(c & (CANCEL_DISABLED | CANCEL_ACTING)) &&
+		    (cp || (c & CANCEL_ASYNC))) {
+			if (q)
+				waitq_remove(q, self);
+			atomic_store_explicit(&self->park_lock, NULL, memory_order_relaxed);
+			spin_unlock(lock);
+			if (!cp)
+				cancel_act();
+			return ECANCELED;
+		}
+	}
 	if (v == NULL) {
 		atomic_store_explicit(&self->wake, 0, memory_order_relaxed);
-		return park_foreign(self, lock, q, abstime, clk);
+		int err = park_foreign(self, lock, q, abstime, clk);
+		atomic_store_explicit(&self->park_lock, NULL, memory_order_release);
+		return err;
 	}
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
@@ -435,7 +461,25 @@ int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, cl
 	switch_away(v, self, park_cb, &r);
 	if (deadline >= 0)
 		timer_cancel(&self->timer);
+	/* The object may go away once we return: a canceller must not take
+	 * its lock later.  (One that loaded it just before has the same narrow
+	 * window as a timer that fires as its thread is popped.) */
+	if (lock)
+		atomic_store_explicit(&self->park_lock, NULL, memory_order_release);
+	/* Woken by pthread_cancel in a plain park: asynchronous cancellation. */
+	if (ppl_unlikely(self->wait_result == ECANCELED) && !cp)
+		cancel_act();
 	return self->wait_result;
+}
+
+int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
+{
+	return park(lock, q, abstime, clk, -1, false);
+}
+
+int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
+{
+	return park(lock, q, abstime, clk, -1, true);
 }
 
 int sched_sleep_until(int64_t deadline)
@@ -458,6 +502,25 @@ int sched_sleep_until(int64_t deadline)
 	switch_away(v, self, park_cb, &r);
 	timer_cancel(&self->timer);
 	return 0;
+}
+
+int sched_sleep_until_cp(int64_t deadline)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL) {
+		/* A foreign kernel thread: a request is seen before and after. */
+		cancel_point();
+		sched_sleep_until(deadline);
+		cancel_point();
+		return 0;
+	}
+	/* A queue of its own under a lock of its own: the timer and
+	 * pthread_cancel then agree, as for any timed wait, on who wakes it. */
+	struct ult *self = v->current;
+	spin_lock(&self->sleep_lock);
+	waitq_push(&self->sleep_q, self);
+	int err = park(&self->sleep_lock, &self->sleep_q, NULL, CLOCK_MONOTONIC, deadline, true);
+	return err == ETIMEDOUT ? 0 : err;
 }
 
 /* ---- thread exit ------------------------------------------------------------------ */

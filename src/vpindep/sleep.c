@@ -12,6 +12,7 @@
 int ppl_sched_yield(void)
 {
 	sched_yield_ult();
+	cancel_async_check();
 	return 0;
 }
 
@@ -22,6 +23,7 @@ static bool valid(const struct timespec *ts)
 
 int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
+	cancel_point();
 	if (vp_current() == NULL || (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC &&
 				     clk != CLOCK_BOOTTIME && clk != CLOCK_TAI)) {
 		/* Not a user thread, or a clock the timers do not follow (CPU
@@ -41,7 +43,8 @@ int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, st
 			return EINVAL;
 		deadline = clock_now_ns(CLOCK_MONOTONIC) + timespec_to_ns(req);
 	}
-	sched_sleep_until(deadline);
+	if (sched_sleep_until_cp(deadline) == ECANCELED)
+		cancel_act();
 	if (rem && !(flags & TIMER_ABSTIME))
 		rem->tv_sec = rem->tv_nsec = 0;
 	return 0;
@@ -49,6 +52,7 @@ int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, st
 
 int ppl_nanosleep(const struct timespec *req, struct timespec *rem)
 {
+	cancel_point();
 	if (!valid(req)) {
 		errno = EINVAL;
 		return -1;

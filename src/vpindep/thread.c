@@ -7,6 +7,7 @@
  * orders the exit against join and detach.  TCBs are pooled, never freed,
  * so a stale pthread_t still points at a TCB (state FREE gives ESRCH). */
 #include <fcntl.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -60,6 +61,14 @@ static struct ult *tcb_get(void)
 	atomic_store_explicit(&t->timer.state, TIMER_IDLE, memory_order_relaxed);
 	t->timer.owner = NULL;
 	t->cache_next = NULL;
+	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->park_lock, NULL, memory_order_relaxed);
+	t->park_cp = false;
+	spin_init(&t->sleep_lock);
+	t->sleep_q.head = t->sleep_q.tail = NULL;
+	t->cleanup = NULL;
+	t->cleanup_jmp = NULL;
+	t->landing = NULL;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	return t;
 }
@@ -133,6 +142,9 @@ struct ult *ult_foreign_self(void)
 
 /* ---- create ---------------------------------------------------------------------- */
 
+/* The bottom frame of every created thread.  `landing` is where an unwind
+ * (pthread_exit, cancellation) ends once it has passed the thread's own
+ * frames; returning from start ends up at the same place. */
 static void ult_entry(void *arg)
 {
 	struct ult *t = arg;
@@ -140,9 +152,16 @@ static void ult_entry(void *arg)
 		tls_thread_start(t->tls_used);
 		t->tls_used = true;
 	}
-	errno = 0;
-	sig_resumed(t);
-	ppl_pthread_exit(t->start(t->arg));
+	jmp_buf landing;
+	if (setjmp(landing) == 0) {
+		unwind_set_landing(t, &landing);
+		errno = 0;
+		sig_resumed(t);
+		t->result = t->start(t->arg);
+		/* A return is an implicit pthread_exit: no more cancellation. */
+		atomic_fetch_or_explicit(&t->cancel, CANCEL_ACTING, memory_order_seq_cst);
+	}
+	ult_finish(ult_self());
 }
 
 static int give_stack(struct ult *t, const struct thread_attrs *at)
@@ -247,13 +266,22 @@ void ult_exited(struct ult *t)
 void ppl_pthread_exit(void *result)
 {
 	struct ult *self = ult_self();
+	/* glibc: pthread_exit during a cancellation's unwind (in a cleanup
+	 * handler) keeps unwinding from there, with the new value. */
+	atomic_fetch_or_explicit(&self->cancel, CANCEL_ACTING, memory_order_seq_cst);
 	self->result = result;
+	ult_unwind();
+}
+
+_Noreturn void ult_finish(struct ult *self)
+{
+	self->landing = NULL;
 	/* glibc's order: C++ thread_local destructors, then keys. */
 	if (tls_per_thread && !self->foreign)
 		tls_thread_exit();
 	key_run_destructors(self);
 	if (self->foreign && !self->is_main)
-		vp_kthread_exit(result);
+		vp_kthread_exit(self->result);
 	/* glibc: when the last thread exits, the process exits with status 0. */
 	if (atomic_fetch_sub_explicit(&ppl_rt.nthreads, 1, memory_order_acq_rel) == 1)
 		exit(0);
@@ -296,7 +324,7 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 		t->joined = true;
 		self->joining = t;
 		waitq_push(&t->joinq, self);
-		int err = sched_park(&t->lock, &t->joinq, abstime, clk);
+		int err = sched_park_cp(&t->lock, &t->joinq, abstime, clk);
 		self->joining = NULL;
 		spin_lock(&t->lock);
 		if (err && atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE) {
@@ -313,9 +341,18 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 	return 0;
 }
 
+/* A cancelled join leaves the target joinable (ult_join undid its claim). */
+static int join_cp(int err)
+{
+	if (ppl_unlikely(err == ECANCELED))
+		cancel_act();
+	return err;
+}
+
 int ppl_pthread_join(pthread_t t, void **res)
 {
-	return ult_join((struct ult *)t, res, NULL, CLOCK_REALTIME, false);
+	cancel_point();
+	return join_cp(ult_join((struct ult *)t, res, NULL, CLOCK_REALTIME, false));
 }
 
 int ppl_pthread_tryjoin_np(pthread_t t, void **res)
@@ -325,18 +362,20 @@ int ppl_pthread_tryjoin_np(pthread_t t, void **res)
 
 int ppl_pthread_timedjoin_np(pthread_t t, void **res, const struct timespec *ts)
 {
+	cancel_point();
 	if (ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L))
 		return EINVAL;
-	return ult_join((struct ult *)t, res, ts, CLOCK_REALTIME, false);
+	return join_cp(ult_join((struct ult *)t, res, ts, CLOCK_REALTIME, false));
 }
 
 int ppl_pthread_clockjoin_np(pthread_t t, void **res, clockid_t c, const struct timespec *ts)
 {
 	if (c != CLOCK_REALTIME && c != CLOCK_MONOTONIC)
 		return EINVAL;
+	cancel_point();
 	if (ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L))
 		return EINVAL;
-	return ult_join((struct ult *)t, res, ts, c, false);
+	return join_cp(ult_join((struct ult *)t, res, ts, c, false));
 }
 
 int ppl_pthread_detach(pthread_t th)
@@ -372,6 +411,7 @@ int ppl_pthread_equal(pthread_t a, pthread_t b)
 int ppl_pthread_yield(void)
 {
 	sched_yield_ult();
+	cancel_async_check();
 	return 0;
 }
 

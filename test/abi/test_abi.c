@@ -116,6 +116,14 @@ label:
  * sizeof, so no reference to the function is emitted. */
 #pragma GCC diagnostic error "-Wincompatible-pointer-types"
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#ifdef ABI_SIDE_SYSTEM
+/* Exported by the C library (GLIBC_2.2.5) for old binaries; its header no
+ * longer declares them. */
+extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *, void (*)(void *), void *);
+extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *, int);
+extern void _pthread_cleanup_push_defer(struct _pthread_cleanup_buffer *, void (*)(void *), void *);
+extern void _pthread_cleanup_pop_restore(struct _pthread_cleanup_buffer *, int);
+#endif
 #define PPL_FN(ret, name, params, args) \
 	_Static_assert(sizeof(*(ret(**) params)0 = &name) != 0, #name);
 #include "../../src/vpindep/api.def"

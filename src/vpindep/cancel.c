@@ -1,0 +1,244 @@
+/* Cancellation: pthread_cancel, the cancel state and type, cancellation
+ * points, and asynchronous cancellation by signal.
+ *
+ * Invariants
+ *  - A thread's `cancel` word holds its state, its type, the pending
+ *    request and whether it is already unwinding (CANCEL_*).  Only the
+ *    thread changes its state and type; pthread_cancel only ORs in
+ *    CANCEL_PENDING.  All of it is seq_cst: a canceller sets the bit and
+ *    then looks where the thread is (parked? running with the async type?),
+ *    while the thread publishes where it is and then reads the bit.
+ *  - A request is acted on once: cancel_act sets CANCEL_ACTING, after
+ *    which cancellation points and signals leave the thread alone while
+ *    its cleanup handlers run (glibc does the same with EXITING_BIT).
+ *  - A thread parked in a cancellation point is woken by pthread_cancel
+ *    under the lock of the queue it is parked on (cancel_wake), as its
+ *    timer would; one with the async type is woken from any park.
+ *  - Asynchronous cancellation of a running thread signals the kernel
+ *    thread of the VP it runs on with CANCEL_SIGNAL.  The handler acts only
+ *    if that VP's current thread is still the target, still asynchronous
+ *    and enabled, and the signal did not interrupt libppl's own code (a
+ *    switch or a lock might be half done).  libppl's calls that such a
+ *    thread may make check again on their way out (cancel_async_check), so
+ *    a signal that found the thread inside libppl is not lost. */
+#include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
+#include <string.h>
+
+#include "pthread_impl.h"
+
+/* The last real-time signal: glibc keeps the first two (SIGCANCEL and
+ * SIGSETXID) below SIGRTMIN for itself, and applications that use
+ * real-time signals usually count up from SIGRTMIN. */
+#define CANCEL_SIGNAL SIGRTMAX
+
+static struct sigaction prev_action;   /* the handler before ours, for foreign signals */
+static _Atomic int sig_state;          /* 0: not installed, 1: installing, 2: done */
+static uintptr_t text_lo, text_hi;     /* libppl's executable segment */
+
+/* ---- state and type -------------------------------------------------------- */
+
+static bool acts_async(int c)
+{
+	return (c & (CANCEL_DISABLED | CANCEL_ASYNC | CANCEL_PENDING | CANCEL_ACTING)) ==
+	       (CANCEL_ASYNC | CANCEL_PENDING);
+}
+
+/* Replace the bits of `mask` with `bits`; returns the old word. */
+static int update(struct ult *self, int mask, int bits)
+{
+	int old = atomic_load_explicit(&self->cancel, memory_order_seq_cst);
+	while (!atomic_compare_exchange_weak_explicit(&self->cancel, &old, (old & ~mask) | bits,
+						      memory_order_seq_cst, memory_order_seq_cst))
+		;
+	return old;
+}
+
+int ppl_pthread_setcancelstate(int state, int *oldstate)
+{
+	if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
+		return EINVAL;
+	struct ult *self = ult_self();
+	int old = update(self, CANCEL_DISABLED, state == PTHREAD_CANCEL_DISABLE ? CANCEL_DISABLED : 0);
+	if (oldstate)
+		*oldstate = (old & CANCEL_DISABLED) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
+	cancel_async_check();
+	return 0;
+}
+
+int ppl_pthread_setcanceltype(int type, int *oldtype)
+{
+	if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS)
+		return EINVAL;
+	struct ult *self = ult_self();
+	int old = update(self, CANCEL_ASYNC, type == PTHREAD_CANCEL_ASYNCHRONOUS ? CANCEL_ASYNC : 0);
+	if (oldtype)
+		*oldtype = (old & CANCEL_ASYNC) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
+	cancel_async_check();
+	return 0;
+}
+
+/* Also a yield: a thread polling for cancellation in a loop would
+ * otherwise keep its VP from the threads queued there (with one VP, from
+ * the very thread that is to cancel it).  A yield with nothing queued costs
+ * a load. */
+void ppl_pthread_testcancel(void)
+{
+	cancel_point();
+	sched_yield_ult();
+	cancel_point();
+}
+
+/* ---- acting on a request ------------------------------------------------------ */
+
+void cancel_point(void)
+{
+	struct ult *self = ult_self();
+	int c = atomic_load_explicit(&self->cancel, memory_order_seq_cst);
+	if (ppl_unlikely((c & (CANCEL_DISABLED | CANCEL_PENDING | CANCEL_ACTING)) == CANCEL_PENDING))
+		cancel_act();
+}
+
+void cancel_async_check(void)
+{
+	struct ult *self = ult_self();
+	if (ppl_unlikely(acts_async(atomic_load_explicit(&self->cancel, memory_order_seq_cst))))
+		cancel_act();
+}
+
+_Noreturn void cancel_act(void)
+{
+	struct ult *self = ult_self();
+	atomic_fetch_or_explicit(&self->cancel, CANCEL_ACTING, memory_order_seq_cst);
+	self->result = PTHREAD_CANCELED;
+	ult_unwind();
+}
+
+/* ---- pthread_cancel ------------------------------------------------------------- */
+
+void cancel_wake(struct ult *t, bool async)
+{
+	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
+	if (lock == NULL)
+		return;
+	spin_lock(lock);
+	/* Still parked on a queue this lock protects (waitq.c: wait_q is
+	 * non-NULL exactly while queued, and changes only under the lock). */
+	bool parked = atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock &&
+		      t->wait_q != NULL && (t->park_cp || async);
+	if (parked) {
+		waitq_remove(t->wait_q, t);
+		t->wait_result = ECANCELED;
+	}
+	spin_unlock(lock);
+	if (parked)
+		sched_wake(t);
+}
+
+static void async_signal(int sig, siginfo_t *si, void *uc);
+
+/* Install the handler once, before the first asynchronous request.  Also
+ * finds libppl's own code, which the handler must not interrupt. */
+static void signal_setup(void)
+{
+	if (atomic_load_explicit(&sig_state, memory_order_acquire) == 2)
+		return;
+	int expected = 0;
+	if (!atomic_compare_exchange_strong_explicit(&sig_state, &expected, 1, memory_order_acq_rel,
+						     memory_order_acquire)) {
+		while (atomic_load_explicit(&sig_state, memory_order_acquire) != 2)
+			sched_yield_ult();
+		return;
+	}
+	Dl_info info;
+	struct link_map *map = NULL;
+	if (dladdr1((void *)signal_setup, &info, (void **)&map, RTLD_DL_LINKMAP) && map) {
+		const ElfW(Ehdr) *eh = info.dli_fbase;
+		const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+		for (int i = 0; i < eh->e_phnum; i++) {
+			uintptr_t lo = map->l_addr + ph[i].p_vaddr;
+			if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) &&
+			    (uintptr_t)signal_setup >= lo && (uintptr_t)signal_setup < lo + ph[i].p_memsz) {
+				text_lo = lo;
+				text_hi = lo + ph[i].p_memsz;
+			}
+		}
+	}
+	if (text_lo == 0)
+		ppl_fatal("cannot find libppl's code for asynchronous cancellation");
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = async_signal;
+	/* SA_NODEFER: the handler unwinds instead of returning, so the signal
+	 * must not stay blocked in the VP's kernel thread afterwards. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(CANCEL_SIGNAL, &sa, &prev_action) != 0)
+		ppl_fatal("sigaction for asynchronous cancellation failed");
+	atomic_store_explicit(&sig_state, 2, memory_order_release);
+}
+
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+	if (prev_action.sa_flags & SA_SIGINFO)
+		prev_action.sa_sigaction(sig, si, uc);
+	else if (prev_action.sa_handler != SIG_DFL && prev_action.sa_handler != SIG_IGN)
+		prev_action.sa_handler(sig);
+}
+
+static void async_signal(int sig, siginfo_t *si, void *uc)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || !atomic_exchange_explicit(&v->cancel_sig, 0, memory_order_acq_rel)) {
+		chain(sig, si, uc);   /* not ours */
+		return;
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	struct ult *t = v->current;
+	if (t == NULL || !acts_async(atomic_load_explicit(&t->cancel, memory_order_seq_cst)))
+		return;
+	uintptr_t pc = vp_signal_pc(uc);
+	if (pc >= text_lo && pc < text_hi)
+		return;   /* inside libppl: its exits check (cancel_async_check) */
+	cancel_act();
+}
+
+int ppl_pthread_cancel(pthread_t th)
+{
+	struct ult *t = (struct ult *)th;
+	if (t == NULL || atomic_load_explicit(&t->state, memory_order_acquire) == ULT_FREE)
+		return ESRCH;
+	int st = atomic_load_explicit(&t->state, memory_order_acquire);
+	/* glibc 2.34+: a thread that has already exited is not an error. */
+	if (st == ULT_ZOMBIE || st == ULT_EXITING)
+		return 0;
+	/* The unwinder is loaded now, not in the target, which might be in a
+	 * signal handler or out of memory by then. */
+	unwind_prepare();
+	int old = atomic_fetch_or_explicit(&t->cancel, CANCEL_PENDING, memory_order_seq_cst);
+	if (old & (CANCEL_PENDING | CANCEL_ACTING | CANCEL_DISABLED))
+		return 0;
+	struct ult *self = ult_self();
+	if (t == self) {
+		if (old & CANCEL_ASYNC)
+			cancel_act();
+		return 0;
+	}
+	bool async = (old & CANCEL_ASYNC) != 0;
+	cancel_wake(t, async);
+	if (!async || t->foreign)
+		return 0;
+	signal_setup();
+	if (atomic_load_explicit(&t->state, memory_order_seq_cst) != ULT_RUNNING)
+		return 0;   /* ready or parked: it checks when it runs (sched_park, yield) */
+	struct vproc *v = t->vp;
+	if (v == NULL)
+		return 0;
+	atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
+	int err = vp_signal(&v->vp, CANCEL_SIGNAL);
+	if (err)
+		ppl_fatal("cannot signal VP %d for asynchronous cancellation: %s", v->vp.id,
+			  strerror(err));
+	return 0;
+}

@@ -1,0 +1,80 @@
+// C++: cancellation and pthread_exit unwind through RAII destructors and
+// catch (...) { throw; }, with pthread_cleanup_push handlers in order.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "tp_util.h"
+
+static std::atomic<int> order[8], norder, started;
+
+static void record(void *arg)
+{
+	int i = norder.fetch_add(1);
+	if (i < 8)
+		order[i] = (int)(intptr_t)arg;
+}
+
+struct Guard {
+	int v;
+	explicit Guard(int x) : v(x) {}
+	~Guard() { record((void *)(intptr_t)v); }
+};
+
+static std::atomic<int> rethrown;
+
+static void inner()
+{
+	Guard g(3);
+	try {
+		pthread_cleanup_push(record, (void *)2);
+		started = 1;
+		for (;;)
+			pthread_testcancel();
+		pthread_cleanup_pop(0);
+	} catch (...) {
+		rethrown = 1;
+		throw;
+	}
+}
+
+static void *canceled(void *)
+{
+	Guard g(1);
+	inner();
+	return nullptr;
+}
+
+static void *exiting(void *)
+{
+	Guard g(5);
+	pthread_cleanup_push(record, (void *)4);
+	pthread_exit((void *)9);
+	pthread_cleanup_pop(0);
+	return nullptr;
+}
+
+int main()
+{
+	pthread_t t;
+	void *res;
+	CHECK_OK(pthread_create(&t, nullptr, canceled, nullptr));
+	while (!started)
+		usleep(1000);
+	CHECK_OK(pthread_cancel(t));
+	CHECK_OK(pthread_join(t, &res));
+	CHECK(res == PTHREAD_CANCELED);
+	CHECK(rethrown == 1);
+	CHECK(norder == 3);
+	CHECK(order[0] == 2 && order[1] == 3 && order[2] == 1);
+
+	norder = 0;
+	CHECK_OK(pthread_create(&t, nullptr, exiting, nullptr));
+	CHECK_OK(pthread_join(t, &res));
+	CHECK(res == (void *)9);
+	CHECK(norder == 2);
+	CHECK(order[0] == 4 && order[1] == 5);
+	return 0;
+}
