@@ -267,6 +267,22 @@ void ult_recycle(struct ult *t);
 int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_t clk,
 	     bool try_only);
 
+/* ---- fork (fork.c, init.c) ---------------------------------------------------------
+ * Each module whose locks guard state the child keeps takes them in
+ * FORK_PREPARE and releases them in FORK_PARENT and FORK_CHILD (the forking
+ * thread holds them, so the child never inherits them locked). */
+
+enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
+
+/* Register libppl's fork handlers (ppl_init, before the program registers any). */
+void fork_init(void);
+void ult_cache_atfork(enum fork_phase ph);   /* thread.c: the TCB cache */
+void stack_atfork(enum fork_phase ph);       /* stack.c: the stack arenas */
+void tls_atfork(enum fork_phase ph);         /* tls_glibc.c: the block list */
+/* In the child, after the locks are released: the forking thread becomes
+ * the only thread, on the only VP; the other VPs restart lazily. */
+void ppl_runtime_fork_child(void);
+
 /* Convert a CLOCK_REALTIME/MONOTONIC absolute time to a monotonic ns deadline. */
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk);
 

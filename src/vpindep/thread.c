@@ -93,6 +93,16 @@ void ult_recycle(struct ult *t)
 	tcb_put(t);
 }
 
+/* The TCBs on the cache list stay usable in a forked child: the forking
+ * thread holds cache_lock across fork (fork.c). */
+void ult_cache_atfork(enum fork_phase ph)
+{
+	if (ph == FORK_PREPARE)
+		spin_lock(&cache_lock);
+	else
+		spin_unlock(&cache_lock);
+}
+
 /* ---- foreign kernel threads -------------------------------------------------- */
 
 static __thread struct ult *foreign_tcb;   /* per kernel thread, never per VP */

@@ -7,8 +7,10 @@
 #define _GNU_SOURCE 1
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
