@@ -43,6 +43,8 @@ static const struct vp_backend *_Atomic selected;
  * thread pointer is the same in every block (static TLS). */
 static __thread struct vp *current __attribute__((tls_model("initial-exec")));
 
+_Atomic bool spin_orphans;   /* spinlock.h: a forked child's dead holders */
+
 static const struct vp_backend *find(const char *name)
 {
 	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)

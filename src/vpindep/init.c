@@ -127,6 +127,7 @@ static int restart_vps(void)
 {
 	int n = wanted_vps();
 	__libc_single_threaded = 0;
+	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);
 	int err = start_vps(1, n);
 	ppl_rt.nvps = err ? ppl_rt.nvps_total : n;
 	atomic_store_explicit(&ppl_rt.started, 1, memory_order_release);
@@ -156,6 +157,7 @@ int ppl_runtime_start(void)
 	ppl_rt.nvps_total = 1;
 	ppl_overflow_init();
 	__libc_single_threaded = 0;   /* user threads interleave on every VP */
+	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);   /* (forked child) */
 
 	bool adopt_main = vp_current() == NULL && syscall(SYS_gettid) == getpid();
 	if (adopt_main) {
@@ -293,6 +295,9 @@ void ppl_runtime_fork_child(void)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	struct ult *self = v ? v->current : ult_foreign_self();
+	/* One thread from here on: any lock found held has a dead holder. */
+	atomic_store_explicit(&spin_orphans, true, memory_order_relaxed);
+	self->fork_gen = ++ppl_rt.fork_gen;
 	spin_init(&ppl_rt.lock);
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *o = ppl_rt.vps[i];

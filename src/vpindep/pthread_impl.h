@@ -151,6 +151,8 @@ struct ult {
 	bool specific_used;        /* a value was stored since the last clear */
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
+	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
+				    * thread of the parent, absent in a forked child */
 };
 
 /* ---- per-VP scheduler state ---------------------------------------------------- */
@@ -200,6 +202,7 @@ struct runtime {
 	int debug;                 /* PPL_DEBUG level */
 	int env_vps;               /* PPL_VPS, 0 if unset */
 	struct vproc *spare_bound; /* VPs of exited SCOPE_SYSTEM threads, for reuse */
+	unsigned fork_gen;         /* forks this process descends from (fork.c) */
 };
 
 extern struct runtime ppl_rt PPL_HIDDEN;

@@ -59,6 +59,7 @@ static struct ult *tcb_get(void)
 	atomic_store_explicit(&t->timer.state, TIMER_IDLE, memory_order_relaxed);
 	t->timer.owner = NULL;
 	t->cache_next = NULL;
+	t->fork_gen = ppl_rt.fork_gen;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	return t;
 }
