@@ -28,12 +28,19 @@
  *    (parklot.c), which polls as a ULT on a shared VP and futex-waits on a
  *    kernel thread of their own.  A plain NPTL process sharing the
  *    semaphore registers, waits and wakes the same way.
+ *  - A thread that owns its kernel thread (foreign, or bound to a VP of its
+ *    own) waits in the kernel on the value word, private or shared, as
+ *    glibc does, so a signal interrupts it with EINTR.  A poster that saw
+ *    a registered waiter but found no parked thread wakes that word.
  *
  * These functions set errno and return -1, as POSIX says for semaphores.
  * sem_wait, sem_timedwait and sem_clockwait are cancellation points: the
  * two blocking calls are sem_park and sem_pshared_wait below. */
 #include <limits.h>
+#include <linux/futex.h>
 #include <semaphore.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "parklot.h"
 #include "pthread_impl.h"
@@ -84,6 +91,39 @@ static int sem_park(struct sem *s, const struct timespec *abstime, clockid_t clk
 static int sem_pshared_wait(struct sem *s, int64_t deadline)
 {
 	return pshared_wait(value_word(s), 0, deadline);
+}
+
+/* A kernel-level wait on the value word while it is 0: 0 (woken, changed
+ * or spurious), EINTR or ETIMEDOUT. */
+static int sem_kernel_wait(struct sem *s, const struct timespec *abstime, clockid_t clk)
+{
+	int op = FUTEX_WAIT_BITSET | (s->private ? 0 : FUTEX_PRIVATE_FLAG);
+	if (abstime) {
+		if (abstime->tv_sec < 0)
+			return ETIMEDOUT;
+		if (clk == CLOCK_REALTIME)
+			op |= FUTEX_CLOCK_REALTIME;
+	}
+	int saved = errno;
+	long r = syscall(SYS_futex, value_word(s), op, 0, abstime, NULL, FUTEX_BITSET_MATCH_ANY);
+	int err = r == 0 ? 0 : errno;
+	errno = saved;
+	return err == EINTR || err == ETIMEDOUT ? err : 0;
+}
+
+static void sem_kernel_wake(struct sem *s)
+{
+	int saved = errno;
+	syscall(SYS_futex, value_word(s), FUTEX_WAKE | (s->private ? 0 : FUTEX_PRIVATE_FLAG), 1,
+		NULL, NULL, 0);
+	errno = saved;
+}
+
+/* A thread that may block its kernel thread: foreign, or bound to its own VP. */
+static bool owns_kthread(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	return v == NULL || v->bound_to != NULL;
 }
 
 /* ---- init, destroy, value ---------------------------------------------------- */
@@ -137,6 +177,8 @@ int ppl_sem_post(sem_t *sem)
 	spin_unlock(&s->lock);
 	if (t)
 		sched_wake(t);
+	else
+		sem_kernel_wake(s);   /* the waiter waits in the kernel */
 	return 0;
 }
 
@@ -203,11 +245,29 @@ static int wait_shared(struct sem *s, const struct timespec *abstime, clockid_t 
 	}
 }
 
+static int wait_kernel(struct sem *s, const struct timespec *abstime, clockid_t clk)
+{
+	uint64_t d = atomic_fetch_add_explicit(&s->data, SEM_WAITER, memory_order_acq_rel) +
+		     SEM_WAITER;
+	for (;;) {
+		if (take_registered(s, &d))
+			return 0;
+		int err = sem_kernel_wait(s, abstime, clk);
+		if (err) {
+			atomic_fetch_sub_explicit(&s->data, SEM_WAITER, memory_order_relaxed);
+			return fail(err);
+		}
+		d = atomic_load_explicit(&s->data, memory_order_relaxed);
+	}
+}
+
 static int sem_wait_common(sem_t *sem, const struct timespec *abstime, clockid_t clk)
 {
 	struct sem *s = S(sem);
 	if (try_take(s))
 		return 0;
+	if (owns_kthread())
+		return wait_kernel(s, abstime, clk);
 	if (s->private != 0)
 		return wait_shared(s, abstime, clk);
 	return wait_private(s, abstime, clk);
