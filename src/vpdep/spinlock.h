@@ -22,11 +22,23 @@ static inline bool spin_try_lock(spin_t *l)
 	       atomic_exchange_explicit(l, 1, memory_order_acquire) == 0;
 }
 
+/* Set in a forked child while it runs a single thread: a lock found held
+ * then belongs to a thread that did not survive fork (a holder that was in
+ * a critical section on another kernel thread), so the waiter takes it
+ * over instead of spinning forever.  Read only when the lock is busy. */
+extern _Atomic bool spin_orphans;
+
 static inline void spin_lock(spin_t *l)
 {
 	while (!spin_try_lock(l))
-		while (atomic_load_explicit(l, memory_order_relaxed) != 0)
+		while (atomic_load_explicit(l, memory_order_relaxed) != 0) {
+			if (__builtin_expect(atomic_load_explicit(&spin_orphans, memory_order_relaxed), 0)) {
+				atomic_store_explicit(l, 1, memory_order_relaxed);
+				atomic_thread_fence(memory_order_acquire);
+				return;
+			}
 			cpu_relax();
+		}
 }
 
 static inline void spin_unlock(spin_t *l)

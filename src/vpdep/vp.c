@@ -47,6 +47,8 @@ static const struct vp_backend *_Atomic selected;
  * thread pointer is the same in every block (static TLS). */
 static __thread struct vp *current __attribute__((tls_model("initial-exec")));
 
+_Atomic bool spin_orphans;   /* spinlock.h: a forked child's dead holders */
+
 static const struct vp_backend *find(const char *name)
 {
 	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
@@ -231,6 +233,12 @@ void vp_resume(struct vp *vp)
  * Raw system calls: the C library's pthread_sigmask and pthread_kill are the
  * ones libppl interposes, and its sigprocmask would do as well, but the
  * kernel's calls say exactly what happens to one kernel thread. */
+
+void vp_fork_child(struct vp *vp)
+{
+	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_release);
+	atomic_store_explicit(&vp->tick_on, false, memory_order_relaxed);
+}
 
 int vp_signal(struct vp *vp, int sig)
 {

@@ -72,6 +72,10 @@ struct vp *vp_current(void);
  * thread pointer is tp (a user thread about to be switched in on vp). */
 void vp_set_current_in(void *tp, struct vp *vp);
 
+/* In the child of fork, on the only kernel thread left, which runs `vp`:
+ * its kernel thread id is the child's, and its preemption timer is gone
+ * (POSIX timers are not inherited). */
+void vp_fork_child(struct vp *vp);
 /* Send signal `sig` to the kernel thread of `vp` (tgkill).  0 or errno;
  * ESRCH if the VP has not started yet. */
 int vp_signal(struct vp *vp, int sig);

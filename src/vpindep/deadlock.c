@@ -33,6 +33,9 @@ void deadlock_track(struct ult *t)
 static bool live(struct ult *t)
 {
 	int st = atomic_load_explicit(&t->state, memory_order_acquire);
+	/* A thread of the parent, in a forked child: it does not exist here. */
+	if (t->fork_gen != ppl_rt.fork_gen)
+		return false;
 	return st != ULT_FREE && st != ULT_ZOMBIE;
 }
 

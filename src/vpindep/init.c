@@ -14,6 +14,7 @@ struct runtime ppl_rt PPL_HIDDEN;
 
 extern char __libc_single_threaded;
 void ppl_overflow_init(void) PPL_HIDDEN;
+extern struct ult *ult_foreign_self(void) PPL_HIDDEN;   /* thread.c */
 
 #define VP0_IDLE_STACK (256 * 1024)
 
@@ -39,6 +40,7 @@ void ppl_init(void)
 	if (vp_kthread_stack(&lo, &size) == 0)
 		m->stack = (struct stack){ .lo = lo, .size = size, .user = true };
 	m->attr_guard = (size_t)sysconf(_SC_PAGESIZE);
+	fork_init();
 }
 
 static int default_vps(void)
@@ -104,23 +106,59 @@ static int start_vps(int from, int to)
 	return 0;
 }
 
+/* VP 0's scheduler loop on a stack of its own (the main thread keeps the
+ * kernel stack) and, with per-thread TLS, a TLS block of its own.  0 or errno. */
+static int idle_setup(struct vproc *v)
+{
+	if (stack_alloc(VP0_IDLE_STACK, (size_t)sysconf(_SC_PAGESIZE), &v->idle_stack) != 0)
+		return EAGAIN;
+	ctx_make(&v->idle_ctx, v->idle_stack.lo, v->idle_stack.size, vp0_idle, v);
+	if (tls_per_thread) {
+		void *tp = tls_block_new();
+		if (tp == NULL)
+			return EAGAIN;
+		tls_block_set_stack(tp, v->idle_stack.lo, v->idle_stack.size);
+		vp_set_current_in(tp, &v->vp);
+		v->idle_ctx.tls = tp;
+	}
+	return 0;
+}
+
+static int wanted_vps(void)
+{
+	int n = ppl_rt.concurrency > 0 ? ppl_rt.concurrency : default_vps();
+	return n > PPL_MAX_VPS ? PPL_MAX_VPS : n;
+}
+
+/* A forked child runs on one VP until it creates a thread (started == 2):
+ * then the others start.  Caller holds ppl_rt.lock. */
+static int restart_vps(void)
+{
+	int n = wanted_vps();
+	__libc_single_threaded = 0;
+	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);
+	int err = start_vps(1, n);
+	ppl_rt.nvps = err ? ppl_rt.nvps_total : n;
+	monitor_start();
+	atomic_store_explicit(&ppl_rt.started, 1, memory_order_release);
+	return 0;
+}
+
 int ppl_runtime_start(void)
 {
-	if (ppl_likely(atomic_load_explicit(&ppl_rt.started, memory_order_acquire)))
+	if (ppl_likely(atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 1))
 		return 0;
 	ppl_init();   /* in case the constructor has not run yet (early callers) */
 	spin_lock(&ppl_rt.lock);
-	if (atomic_load_explicit(&ppl_rt.started, memory_order_relaxed)) {
+	int started = atomic_load_explicit(&ppl_rt.started, memory_order_relaxed);
+	if (started) {
+		int err = started == 2 ? restart_vps() : 0;
 		spin_unlock(&ppl_rt.lock);
-		return 0;
+		return err;
 	}
-	int n = ppl_rt.concurrency > 0 ? ppl_rt.concurrency : default_vps();
-	if (n > PPL_MAX_VPS)
-		n = PPL_MAX_VPS;
+	int n = wanted_vps();
 	struct vproc *v0 = vproc_new(0);
-	if (v0 == NULL || stack_alloc(VP0_IDLE_STACK, (size_t)sysconf(_SC_PAGESIZE),
-				      &v0->idle_stack) != 0) {
-		free(v0);
+	if (v0 == NULL) {
 		spin_unlock(&ppl_rt.lock);
 		return EAGAIN;
 	}
@@ -130,30 +168,28 @@ int ppl_runtime_start(void)
 	ppl_overflow_init();
 	preempt_init();
 	__libc_single_threaded = 0;   /* user threads interleave on every VP */
+	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);   /* (forked child) */
 
 	bool adopt_main = vp_current() == NULL && syscall(SYS_gettid) == getpid();
 	if (adopt_main) {
 		/* The initial thread becomes the main user thread on VP 0; VP 0's
-		 * scheduler loop gets a stack of its own. */
-		struct ult *m = &ppl_rt.main_ult;
+		 * scheduler loop gets a stack of its own.  (In a child forked by
+		 * a foreign thread, that thread is the initial one: its TCB.) */
+		struct ult *m = ult_foreign_self();
+		if (idle_setup(v0) != 0) {
+			spin_unlock(&ppl_rt.lock);
+			return EAGAIN;
+		}
 		vp_adopt(&v0->vp);
 		/* Whatever the program blocked while it was single-threaded. */
 		m->sigmask = vp_get_sigmask();
 		m->foreign = false;
+		m->is_main = true;
 		m->vp = v0;
 		v0->current = m;
-		ctx_make(&v0->idle_ctx, v0->idle_stack.lo, v0->idle_stack.size, vp0_idle, v0);
 		if (tls_per_thread) {
 			/* The main thread keeps the process's original block and
-			 * may migrate; VP 0's loop needs a block of its own. */
-			void *tp = tls_block_new();
-			if (tp == NULL) {
-				spin_unlock(&ppl_rt.lock);
-				return EAGAIN;
-			}
-			tls_block_set_stack(tp, v0->idle_stack.lo, v0->idle_stack.size);
-			vp_set_current_in(tp, &v0->vp);
-			v0->idle_ctx.tls = tp;
+			 * may migrate; VP 0's loop has a block of its own. */
 			m->ctx.tls = ctx_tls_self();
 			tls_adopt_main();
 		} else {
@@ -264,4 +300,88 @@ void ppl_unbind_vp(struct ult *t)
 	v->spare_next = ppl_rt.spare_bound;
 	ppl_rt.spare_bound = v;
 	spin_unlock(&ppl_rt.lock);
+}
+
+/* ---- fork ------------------------------------------------------------------------ */
+
+/* The child of fork: the forking thread is the only thread left, and the
+ * kernel thread running it the only kernel thread.  Its VP (if it ran on
+ * one) becomes VP 0, the only VP, with empty queues and no timers; the
+ * other VPs are freed and restart at the next pthread_create.  The libppl
+ * locks whose state the child keeps were held across fork (fork.c) and are
+ * free again; the per-VP ones belong to VPs the child drops or resets here. */
+void ppl_runtime_fork_child(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v ? v->current : ult_foreign_self();
+	/* One thread from here on: any lock found held has a dead holder. */
+	atomic_store_explicit(&spin_orphans, true, memory_order_relaxed);
+	self->fork_gen = ++ppl_rt.fork_gen;
+	spin_init(&ppl_rt.lock);
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		ppl_rt.vps[i] = NULL;
+		if (o == NULL || o == v)
+			continue;
+		stack_free(&o->idle_stack);
+		free(o->heap);
+		free(o);
+	}
+	for (struct vproc *o = ppl_rt.spare_bound; o; ) {
+		struct vproc *next = o->spare_next;
+		if (o != v) {
+			free(o->heap);
+			free(o);
+		}
+		o = next;
+	}
+	ppl_rt.spare_bound = NULL;
+	atomic_store_explicit(&ppl_rt.nspinning, 0, memory_order_relaxed);
+	atomic_store_explicit(&ppl_rt.nsleeping, 0, memory_order_relaxed);
+	atomic_store_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
+	monitor_fork_child();
+	if (v == NULL) {
+		/* Forked by a kernel thread libppl did not create: the child
+		 * starts afresh, with that thread as its initial thread. */
+		ppl_rt.nvps = ppl_rt.nvps_total = 0;
+		atomic_store_explicit(&ppl_rt.started, 0, memory_order_release);
+		return;
+	}
+
+	v->vp.id = 0;
+	spin_init(&v->rq_lock);
+	v->rq_head = v->rq_tail = NULL;
+	atomic_store_explicit(&v->rq_len, 0, memory_order_relaxed);
+	spin_init(&v->timer_lock);
+	v->heap_len = 0;          /* the other threads' timers: they are gone */
+	atomic_store_explicit(&v->next_deadline, INT64_MAX, memory_order_relaxed);
+	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->retired, false, memory_order_relaxed);
+	v->bound_to = NULL;
+	v->spare_next = NULL;
+	v->current = self;
+	/* Hand-off state (monitor.c): nothing is lent in the child. */
+	atomic_store_explicit(&v->in_syscall, 0, memory_order_relaxed);
+	v->lent_to = NULL;
+	v->lender = NULL;
+	v->spare = false;
+	atomic_store_explicit(&v->cancel_sig, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->preempt_pending, false, memory_order_relaxed);
+	vp_fork_child(&v->vp);
+	preempt_vp_start(v);
+	if (v->idle_stack.lo == NULL) {
+		/* A VP other than VP 0 ran its loop on its kernel thread's stack
+		 * and TLS block, which glibc's fork has just put in its cache of
+		 * dead threads' stacks: give the loop a stack of its own. */
+		if (idle_setup(v) != 0)
+			ppl_fatal("fork: no memory for the child's scheduler stack");
+	}
+	ppl_rt.vps[0] = v;
+	ppl_rt.nvps = ppl_rt.nvps_total = 1;
+	self->bound = false;
+	self->vp = v;
+	/* Only the main thread with shared TLS is tied to a VP: the one that
+	 * holds the process's original block, which is now this one. */
+	self->home = (!tls_per_thread && self->is_main) ? v : NULL;
+	atomic_store_explicit(&ppl_rt.started, 2, memory_order_release);
 }

@@ -348,6 +348,16 @@ static void monitor_main(void *arg)
 	}
 }
 
+void monitor_fork_child(void)
+{
+	/* The monitor thread and the spares did not survive the fork. */
+	spin_init(&mon.lock);
+	atomic_store_explicit(&mon.kthreads, 1, memory_order_relaxed);
+	atomic_store_explicit(&mon.idle_check, false, memory_order_relaxed);
+	atomic_store_explicit(&monitor_asleep, 0, memory_order_relaxed);
+	mon.reported = false;
+}
+
 void monitor_start(void)
 {
 	if (vp_helper_create(monitor_main, NULL) == 0)

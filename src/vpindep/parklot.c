@@ -123,3 +123,13 @@ void pshared_wake(_Atomic uint32_t *addr, int n)
 	syscall(SYS_futex, addr, FUTEX_WAKE, n, NULL, NULL, 0);
 	errno = saved;
 }
+
+/* In a forked child: the threads parked here are gone, and a bucket lock
+ * may have been held by one of them. */
+void parklot_atfork_child(void)
+{
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		spin_init(&buckets[i].lock);
+		buckets[i].q.head = buckets[i].q.tail = NULL;
+	}
+}

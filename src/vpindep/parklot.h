@@ -24,4 +24,7 @@ int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns);
 /* Wake up to n kernel-level waiters on addr, in any process. */
 void pshared_wake(_Atomic uint32_t *addr, int n);
 
+/* Forked child: empty every bucket and reset its lock. */
+void parklot_atfork_child(void);
+
 #endif

@@ -173,6 +173,8 @@ struct ult {
 	_Alignas(16) unsigned char unwind_exc[64]; /* struct _Unwind_Exception of
 				    * the unwind in progress: off the stack, which
 				    * the landing pads reuse */
+	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
+				    * thread of the parent, absent in a forked child */
 };
 
 /* struct ult's `cancel` word */
@@ -256,6 +258,7 @@ struct runtime {
 	int debug;                 /* PPL_DEBUG level */
 	int env_vps;               /* PPL_VPS, 0 if unset */
 	struct vproc *spare_bound; /* VPs of exited SCOPE_SYSTEM threads, for reuse */
+	unsigned fork_gen;         /* forks this process descends from (fork.c) */
 };
 
 extern struct runtime ppl_rt PPL_HIDDEN;
@@ -361,6 +364,8 @@ void sys_leave(struct vproc *v);
 /* Start the monitor thread (ppl_runtime_start).  If no kernel thread can be
  * had, libppl runs without: a blocking call then stalls its VP's queue. */
 void monitor_start(void);
+/* In a forked child: forget the parent's monitor; restarted with the VPs. */
+void monitor_fork_child(void);
 /* Count a kernel thread libppl made (the deadlock check compares them). */
 void monitor_count_kthread(void);
 /* A thread became ready while the monitor may sleep: let it look. */
@@ -450,6 +455,22 @@ void key_run_destructors(struct ult *t);
 void ult_recycle(struct ult *t);
 int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_t clk,
 	     bool try_only);
+
+/* ---- fork (fork.c, init.c) ---------------------------------------------------------
+ * Each module whose locks guard state the child keeps takes them in
+ * FORK_PREPARE and releases them in FORK_PARENT and FORK_CHILD (the forking
+ * thread holds them, so the child never inherits them locked). */
+
+enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
+
+/* Register libppl's fork handlers (ppl_init, before the program registers any). */
+void fork_init(void);
+void ult_cache_atfork(enum fork_phase ph);   /* thread.c: the TCB cache */
+void stack_atfork(enum fork_phase ph);       /* stack.c: the stack arenas */
+void tls_atfork(enum fork_phase ph);         /* tls_glibc.c: the block list */
+/* In the child, after the locks are released: the forking thread becomes
+ * the only thread, on the only VP; the other VPs restart lazily. */
+void ppl_runtime_fork_child(void);
 
 /* Convert a CLOCK_REALTIME/MONOTONIC absolute time to a monotonic ns deadline. */
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk);

@@ -223,6 +223,10 @@ void sched_ready_new(struct ult *t)
 
 void sched_wake(struct ult *t)
 {
+	/* A forked child finds the parent's threads on wait queues: they do
+	 * not exist here, so there is nobody to wake. */
+	if (ppl_unlikely(t->fork_gen != ppl_rt.fork_gen))
+		return;
 	if (ppl_unlikely(t->foreign)) {
 		atomic_store_explicit(&t->wake, 1, memory_order_release);
 		futex_wake(&t->wake, 1);

@@ -197,3 +197,11 @@ bool stack_guard_contains(const struct stack *s, const void *addr)
 	return s->guard && a >= (const char *)s->guard_lo &&
 	       a < (const char *)s->guard_lo + s->guard;
 }
+
+void stack_atfork(enum fork_phase ph)
+{
+	if (ph == FORK_PREPARE)
+		spin_lock(&lock);
+	else
+		spin_unlock(&lock);
+}

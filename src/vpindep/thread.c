@@ -69,6 +69,7 @@ static struct ult *tcb_get(void)
 	t->cleanup = NULL;
 	t->cleanup_jmp = NULL;
 	t->landing = NULL;
+	t->fork_gen = ppl_rt.fork_gen;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	return t;
 }
@@ -101,6 +102,16 @@ void ult_recycle(struct ult *t)
 	if (t->stack.user)
 		t->stack.lo = NULL;     /* the application's memory: forget it */
 	tcb_put(t);
+}
+
+/* The TCBs on the cache list stay usable in a forked child: the forking
+ * thread holds cache_lock across fork (fork.c). */
+void ult_cache_atfork(enum fork_phase ph)
+{
+	if (ph == FORK_PREPARE)
+		spin_lock(&cache_lock);
+	else
+		spin_unlock(&cache_lock);
 }
 
 /* ---- foreign kernel threads -------------------------------------------------- */

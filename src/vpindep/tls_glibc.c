@@ -424,3 +424,16 @@ void ppl_after_dlopen(void)
 {
 	tls_after_dlopen();
 }
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+
+void tls_atfork(enum fork_phase ph)
+{
+	if (ph == FORK_PREPARE) {
+		spin_lock(&dl_lock);      /* the order of tls_after_dlopen */
+		spin_lock(&blocks_lock);
+		return;
+	}
+	spin_unlock(&blocks_lock);
+	spin_unlock(&dl_lock);
+}
