@@ -125,6 +125,8 @@ struct ult {
 
 	struct stack stack;
 	size_t attr_guard;         /* as requested, for pthread_getattr_np */
+	size_t attr_stacksize;     /* as requested (page-rounded), for pthread_getattr_np;
+				    * stack.size may add a preemption reserve below it */
 	int sched_policy;
 	struct sched_param sched_param;
 	bool inherit_sched;

@@ -181,12 +181,14 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 		if (!t->stack.user)
 			stack_free(&t->stack);
 		t->stack = (struct stack){ .lo = at->stackaddr, .size = at->stacksize, .user = true };
+		t->attr_stacksize = at->stacksize;
 		return 0;
 	}
 	size_t size = at->stacksize ? at->stacksize : stack_default_size();
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t guard = (at->guardsize + page - 1) & ~(page - 1);
 	size = (size + page - 1) & ~(page - 1);
+	t->attr_stacksize = size;
 	/* A preemption tick pushes a signal frame (about 12 KB with AVX-512)
 	 * wherever the thread is: small stacks get that much on top, so the
 	 * size asked for stays usable.  Big ones have the room already. */
@@ -432,8 +434,11 @@ int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
 	if (stale(t))
 		return ESRCH;
 	struct thread_attrs at = {
-		.stacksize = t->stack.size,
-		.stackaddr = t->stack.lo,
+		/* The size asked for, at the top of the stack: a preemption
+		 * reserve added below it (give_stack) is not the program's. */
+		.stacksize = t->attr_stacksize ? t->attr_stacksize : t->stack.size,
+		.stackaddr = (char *)t->stack.lo + (t->attr_stacksize && t->attr_stacksize < t->stack.size ?
+						     t->stack.size - t->attr_stacksize : 0),
 		.guardsize = t->attr_guard,
 		.detachstate = t->detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE,
 		.scope = t->bound ? PTHREAD_SCOPE_SYSTEM : PTHREAD_SCOPE_PROCESS,
