@@ -434,11 +434,11 @@ int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
 	if (stale(t))
 		return ESRCH;
 	struct thread_attrs at = {
-		/* The size asked for, at the top of the stack: a preemption
-		 * reserve added below it (give_stack) is not the program's. */
+		/* The size asked for, right above the guard (so that the
+		 * guard is where the program computes it): a preemption reserve
+		 * that give_stack added is not counted. */
 		.stacksize = t->attr_stacksize ? t->attr_stacksize : t->stack.size,
-		.stackaddr = (char *)t->stack.lo + (t->attr_stacksize && t->attr_stacksize < t->stack.size ?
-						     t->stack.size - t->attr_stacksize : 0),
+		.stackaddr = t->stack.lo,
 		.guardsize = t->attr_guard,
 		.detachstate = t->detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE,
 		.scope = t->bound ? PTHREAD_SCOPE_SYSTEM : PTHREAD_SCOPE_PROCESS,
