@@ -421,8 +421,9 @@ static int park_foreign(struct ult *self, spin_t *lock, struct waitq *q,
  * and the pending request is read after it: the canceller sets its bit
  * before it reads park_lock, so one of the two sees the other (seq_cst). */
 static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
-		int64_t deadline, bool cp)
+		int64_t deadline, int flags)
 {
+	bool cp = flags & PARK_CP;
 	struct vproc *v = this_vp();
 	struct ult *self = v ? v->current : ult_self();
 	if (abstime) {
@@ -440,7 +441,19 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	self->wait_result = 0;
 	if (lock) {
 		self->park_cp = cp;
+		self->park_intr = (flags & PARK_INTR) && v != NULL;
 		atomic_store_explicit(&self->park_lock, lock, memory_order_seq_cst);
+		/* A signal sent before park_lock was visible: its sender did not
+		 * wake us (signal.c sig_wake), so it is ours to see. */
+		if (self->park_intr &&
+		    (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~self->sigmask)) {
+			if (q)
+				waitq_remove(q, self);
+			atomic_store_explicit(&self->park_lock, NULL, memory_order_relaxed);
+			spin_unlock(lock);
+			sig_resumed(self);
+			return EINTR;
+		}
 		int c = atomic_load_explicit(&self->cancel, memory_order_seq_cst);
 		if (ppl_unlikely(c & CANCEL_PENDING) && !(c & (CANCEL_DISABLED | CANCEL_ACTING)) &&
 		    (cp || (c & CANCEL_ASYNC))) {
@@ -478,12 +491,18 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 
 int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
 {
-	return park(lock, q, abstime, clk, -1, false);
+	return park(lock, q, abstime, clk, -1, 0);
 }
 
 int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
 {
-	return park(lock, q, abstime, clk, -1, true);
+	return park(lock, q, abstime, clk, -1, PARK_CP);
+}
+
+int sched_park_flags(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
+		     int flags)
+{
+	return park(lock, q, abstime, clk, -1, flags);
 }
 
 int sched_sleep_until(int64_t deadline)
@@ -523,7 +542,8 @@ int sched_sleep_until_cp(int64_t deadline)
 	struct ult *self = v->current;
 	spin_lock(&self->sleep_lock);
 	waitq_push(&self->sleep_q, self);
-	int err = park(&self->sleep_lock, &self->sleep_q, NULL, CLOCK_MONOTONIC, deadline, true);
+	int err = park(&self->sleep_lock, &self->sleep_q, NULL, CLOCK_MONOTONIC, deadline,
+		       PARK_CP | PARK_INTR);
 	return err == ETIMEDOUT ? 0 : err;
 }
 
