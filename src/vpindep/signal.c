@@ -14,11 +14,16 @@
  *    blocked in (EINTR), as on NPTL.  The thread may switch out between the
  *    check and the delivery; then the handler runs in whatever runs on that
  *    VP next.  The window is a few instructions wide.
- *  - A signal for a thread that is ready or parked on a libppl object is
- *    handled at once, on the sender's kernel thread, so that a handler runs
- *    while its thread stays blocked (as on NPTL: a signal neither ends nor
- *    disturbs a mutex, barrier or rwlock wait).  The handler then runs with
- *    the sender's identity and TLS (docs/posix.md lists this difference).
+ *  - A signal for a thread parked where a signal ends the park (PARK_INTR:
+ *    mutex, rwlock, barrier, cond, join, sleeps) is set pending and the
+ *    thread woken with EINTR, under its queue's lock as its timer would
+ *    (sig_wake); it raises the signal itself when it resumes, so the handler
+ *    runs with its identity, and its caller waits again (or, for a cond,
+ *    returns as a spurious wake-up; a sleep returns EINTR).  The pending
+ *    bit is the handshake: whoever clears it (fetch_and) delivers it, once.
+ *  - A ready thread gets it pending.  One parked elsewhere (semaphores,
+ *    once, the park lot) gets it at once on the sender's kernel thread,
+ *    with the sender's identity (docs/posix.md lists this difference).
  *    If the sender blocks the signal, or the target does, it is left pending
  *    on the target and delivered when the target next resumes with it
  *    unblocked.
