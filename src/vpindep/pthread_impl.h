@@ -166,6 +166,7 @@ struct ult {
 				    * wait_q != NULL, under that lock, t is parked there */
 	bool park_cp;              /* that park is a cancellation point (under park_lock) */
 	bool park_intr;            /* a signal for it ends that park with EINTR (under park_lock) */
+	bool sig_defer;            /* parked: raise pending signals only once the park is undone */
 	spin_t sleep_lock;         /* a cancellable sleep parks on sleep_q under it */
 	struct waitq sleep_q;
 	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */

@@ -475,7 +475,9 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	struct park_req r = { self, lock, deadline };
+	self->sig_defer = true;
 	switch_away(v, self, park_cb, &r);
+	self->sig_defer = false;
 	if (deadline >= 0)
 		timer_cancel(&self->timer);
 	/* The object may go away once we return: a canceller must not take
@@ -486,7 +488,9 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	/* Woken by pthread_cancel in a plain park: asynchronous cancellation. */
 	if (ppl_unlikely(self->wait_result == ECANCELED) && !cp)
 		cancel_act();
-	return self->wait_result;
+	int res = self->wait_result;
+	sig_resumed(self);   /* the handlers of a signal that woke us, or came meanwhile */
+	return res;
 }
 
 int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
@@ -522,8 +526,11 @@ int sched_sleep_until(int64_t deadline)
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	struct park_req r = { self, NULL, deadline };
+	self->sig_defer = true;
 	switch_away(v, self, park_cb, &r);
+	self->sig_defer = false;
 	timer_cancel(&self->timer);
+	sig_resumed(self);
 	return 0;
 }
 

@@ -80,7 +80,10 @@ void sig_resumed_slow(struct ult *self, struct vproc *v)
 		vp_set_sigmask(self->sigmask);
 		v->kmask = self->sigmask;
 	}
-	deliver_pending(self);
+	/* A handler may park again (nanosleep in a handler): not before the
+	 * park it interrupted has cancelled its timer and read its result. */
+	if (!self->sig_defer)
+		deliver_pending(self);
 }
 
 void sig_thread_init(struct ult *t, const struct ult *creator)
