@@ -7,10 +7,15 @@
  *    PTHREAD_BARRIER_SERIAL_THREAD, they return 0.  So when the lock is
  *    free again q holds only threads of the next round, and a barrier is
  *    reusable at once: a thread of round N+1 can never be taken for one of
- *    round N (no generation count is needed, and no spurious wake-ups:
- *    sched_park without a deadline returns only when popped).
+ *    round N.  The last arriver also counts the round (flags / BF_ROUND)
+ *    for the one case where a waiter is off the queue: pthread_kill took it
+ *    off (EINTR) so that its handler runs; it re-queues itself unless its
+ *    round completed meanwhile.  The round count lives in the spare bits of
+ *    `flags` (read under b->lock only) because the overlay has no room left.
  *  - A woken waiter never touches b again, so b can be destroyed as soon as
- *    the round completes.  pthread_barrier_destroy with a round in progress
+ *    the round completes (a signalled waiter does re-take b->lock once
+ *    after its handler: a barrier freed at that moment is the one window
+ *    left, docs/posix.md).  pthread_barrier_destroy with a round in progress
  *    waits (parked on q, uncounted) until it completes, like glibc's.
  *  - Process-shared barriers never use q: its first word is a generation
  *    count, bumped (release) by the last arriver before a shared futex wake;
@@ -21,13 +26,14 @@
 #include "pthread_impl.h"
 
 #define BF_PSHARED 1u
+#define BF_ROUND   2u   /* flags / BF_ROUND: rounds completed (private; under lock) */
 #define MAX_COUNT  (INT_MAX - 1u)   /* glibc refuses INT_MAX and above */
 
 struct barrier {
 	spin_t lock;                /* protects arrived and q */
 	uint32_t count;             /* threads per round; set at init */
 	uint32_t arrived;           /* threads of the current round so far */
-	uint32_t flags;             /* BF_*; set at init */
+	uint32_t flags;             /* BF_PSHARED (set at init); the round count (under lock) */
 	union {
 		struct waitq q;     /* private: waiters of the current round */
 		_Atomic uint32_t gen; /* pshared: rounds completed */
@@ -61,9 +67,9 @@ int ppl_pthread_barrier_init(pthread_barrier_t *pb, const pthread_barrierattr_t 
 	return 0;
 }
 
+/* Called with b->lock held. */
 static int wait_pshared(struct barrier *b)
 {
-	spin_lock(&b->lock);
 	if (++b->arrived == b->count) {
 		b->arrived = 0;
 		atomic_fetch_add_explicit(&b->u.gen, 1, memory_order_release);
@@ -81,16 +87,29 @@ static int wait_pshared(struct barrier *b)
 int ppl_pthread_barrier_wait(pthread_barrier_t *pb)
 {
 	struct barrier *b = B(pb);
+	spin_lock(&b->lock);
 	if (b->flags & BF_PSHARED)
 		return wait_pshared(b);
-	spin_lock(&b->lock);
 	if (++b->arrived < b->count) {
-		waitq_push(&b->u.q, ult_self());
-		int err = sched_park(&b->lock, &b->u.q, NULL, CLOCK_MONOTONIC);
-		ppl_assert(err == 0);
-		return 0;
+		uint32_t round = b->flags / BF_ROUND;
+		for (;;) {
+			waitq_push(&b->u.q, ult_self());
+			int err = sched_park_flags(&b->lock, &b->u.q, NULL, CLOCK_MONOTONIC, PARK_INTR);
+			if (err == 0)
+				return 0;
+			ppl_assert(err == EINTR);
+			/* A signal took us off the queue (still counted in
+			 * `arrived`): wait again unless our round completed
+			 * meanwhile. */
+			spin_lock(&b->lock);
+			if (b->flags / BF_ROUND != round) {
+				spin_unlock(&b->lock);
+				return 0;
+			}
+		}
 	}
 	b->arrived = 0;
+	b->flags += BF_ROUND;
 	struct ult *chain = NULL, *t;
 	/* Popped threads stay BLOCKED until sched_wake: their link is ours. */
 	while ((t = waitq_pop(&b->u.q)) != NULL) {

@@ -95,10 +95,14 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 		return err;
 	}
 	waitq_push(&c->q, self);
-	err = sched_park_cp(&c->lock, &c->q, abstime, clk);
-	/* Not popped (timed out, cancelled): the waker did not count us out. */
+	err = sched_park_flags(&c->lock, &c->q, abstime, clk, PARK_CP | PARK_INTR);
+	/* Not popped (timed out, cancelled, signalled): the waker did not
+	 * count us out. */
 	if (err != 0)
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
+	/* A signal ends the wait as a spurious wake-up, as POSIX allows. */
+	if (err == EINTR)
+		err = 0;
 	int err2 = ppl_pthread_mutex_lock(m);
 	/* POSIX: the mutex is held again when the cleanup handlers run. */
 	if (ppl_unlikely(err == ECANCELED))

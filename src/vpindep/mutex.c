@@ -159,8 +159,9 @@ static int acquire_slow(struct mutex *m, int kind, const struct timespec *abstim
 			return 0;
 		}
 		waitq_push(&m->q, self);
-		int err = sched_park(&m->lock, &m->q, abstime, clk);
-		if (err != 0)
+		/* A signal ends the park but not the wait: contend again. */
+		int err = sched_park_flags(&m->lock, &m->q, abstime, clk, PARK_INTR);
+		if (err != 0 && err != EINTR)
 			return err;
 	}
 }

@@ -167,6 +167,8 @@ struct ult {
 	_Atomic(spin_t *) park_lock; /* lock of the queue of the last park; with
 				    * wait_q != NULL, under that lock, t is parked there */
 	bool park_cp;              /* that park is a cancellation point (under park_lock) */
+	bool park_intr;            /* a signal for it ends that park with EINTR (under park_lock) */
+	bool sig_defer;            /* parked: raise pending signals only once the park is undone */
 	spin_t sleep_lock;         /* a cancellable sleep parks on sleep_q under it */
 	struct waitq sleep_q;
 	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */
@@ -305,8 +307,18 @@ int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, cl
  * consistent (it was removed under the lock), the rest is the undefined
  * behaviour POSIX gives non-async-cancel-safe calls. */
 int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk);
-/* sched_sleep_until as a cancellation point: 0, or ECANCELED. */
+/* sched_sleep_until as a cancellation point that a signal interrupts:
+ * 0, ECANCELED, or EINTR (the handler has run). */
 int sched_sleep_until_cp(int64_t deadline_mono_ns);
+/* sched_park with PARK_* flags.  With PARK_INTR, an unblocked signal sent
+ * to the thread (pthread_kill) removes it from q under *lock, as a time-out
+ * would, and the call returns EINTR once the handler has run in the thread;
+ * the caller owns nothing it was waiting for and decides whether to wait
+ * again.  Callers without it keep their signals handled by the sender. */
+#define PARK_CP   1   /* a cancellation point (sched_park_cp) */
+#define PARK_INTR 2   /* a signal interrupts the wait: EINTR */
+int sched_park_flags(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
+		     int flags);
 /* Act on a pending cancellation request if cancellation is enabled. */
 void cancel_point(void);
 /* Act on the request now: unwind the calling thread with PTHREAD_CANCELED. */

@@ -176,7 +176,12 @@ static int rdlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 			err = ETIMEDOUT;
 		} else {
 			waitq_push(&l->u.p.rq, self);
-			return sched_park(&l->lock, &l->u.p.rq, abstime, clk);
+			err = sched_park_flags(&l->lock, &l->u.p.rq, abstime, clk, PARK_INTR);
+			if (err != EINTR)
+				return err;
+			/* Signalled: off the queue, owning nothing; try again. */
+			spin_lock(&l->lock);
+			continue;
 		}
 		spin_unlock(&l->lock);
 		return err;
@@ -210,17 +215,21 @@ static int wrlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 				wake_pshared(l);
 		} else {
 			waitq_push(&l->u.p.wq, self);
-			err = sched_park(&l->lock, &l->u.p.wq, abstime, clk);
+			err = sched_park_flags(&l->lock, &l->u.p.wq, abstime, clk, PARK_INTR);
 			if (err == 0)
 				return 0;         /* handed over: l->writer == me */
-			/* Timed out: readers may have been queued behind us only. */
+			/* Timed out or signalled: readers may have been queued
+			 * behind us only.  A signal ends the park, not the wait. */
 			spin_lock(&l->lock);
 			struct ult *chain = NULL;
 			if (l->writer == 0 && waitq_empty(&l->u.p.wq))
 				chain = grant(l);
 			spin_unlock(&l->lock);
 			wake_chain(chain);
-			return err;
+			if (err != EINTR)
+				return err;
+			spin_lock(&l->lock);
+			continue;
 		}
 		spin_unlock(&l->lock);
 		return err;

@@ -421,8 +421,9 @@ static int park_foreign(struct ult *self, spin_t *lock, struct waitq *q,
  * and the pending request is read after it: the canceller sets its bit
  * before it reads park_lock, so one of the two sees the other (seq_cst). */
 static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
-		int64_t deadline, bool cp)
+		int64_t deadline, int flags)
 {
+	bool cp = flags & PARK_CP;
 	struct vproc *v = this_vp();
 	struct ult *self = v ? v->current : ult_self();
 	if (abstime) {
@@ -440,7 +441,19 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	self->wait_result = 0;
 	if (lock) {
 		self->park_cp = cp;
+		self->park_intr = (flags & PARK_INTR) && v != NULL;
 		atomic_store_explicit(&self->park_lock, lock, memory_order_seq_cst);
+		/* A signal sent before park_lock was visible: its sender did not
+		 * wake us (signal.c sig_wake), so it is ours to see. */
+		if (self->park_intr &&
+		    (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~self->sigmask)) {
+			if (q)
+				waitq_remove(q, self);
+			atomic_store_explicit(&self->park_lock, NULL, memory_order_relaxed);
+			spin_unlock(lock);
+			sig_resumed(self);
+			return EINTR;
+		}
 		int c = atomic_load_explicit(&self->cancel, memory_order_seq_cst);
 		if (ppl_unlikely(c & CANCEL_PENDING) && !(c & (CANCEL_DISABLED | CANCEL_ACTING)) &&
 		    (cp || (c & CANCEL_ASYNC))) {
@@ -462,7 +475,9 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	struct park_req r = { self, lock, deadline };
+	self->sig_defer = true;
 	switch_away(v, self, park_cb, &r);
+	self->sig_defer = false;
 	if (deadline >= 0)
 		timer_cancel(&self->timer);
 	/* The object may go away once we return: a canceller must not take
@@ -473,17 +488,25 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	/* Woken by pthread_cancel in a plain park: asynchronous cancellation. */
 	if (ppl_unlikely(self->wait_result == ECANCELED) && !cp)
 		cancel_act();
-	return self->wait_result;
+	int res = self->wait_result;
+	sig_resumed(self);   /* the handlers of a signal that woke us, or came meanwhile */
+	return res;
 }
 
 int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
 {
-	return park(lock, q, abstime, clk, -1, false);
+	return park(lock, q, abstime, clk, -1, 0);
 }
 
 int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
 {
-	return park(lock, q, abstime, clk, -1, true);
+	return park(lock, q, abstime, clk, -1, PARK_CP);
+}
+
+int sched_park_flags(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
+		     int flags)
+{
+	return park(lock, q, abstime, clk, -1, flags);
 }
 
 int sched_sleep_until(int64_t deadline)
@@ -503,8 +526,11 @@ int sched_sleep_until(int64_t deadline)
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	struct park_req r = { self, NULL, deadline };
+	self->sig_defer = true;
 	switch_away(v, self, park_cb, &r);
+	self->sig_defer = false;
 	timer_cancel(&self->timer);
+	sig_resumed(self);
 	return 0;
 }
 
@@ -523,7 +549,8 @@ int sched_sleep_until_cp(int64_t deadline)
 	struct ult *self = v->current;
 	spin_lock(&self->sleep_lock);
 	waitq_push(&self->sleep_q, self);
-	int err = park(&self->sleep_lock, &self->sleep_q, NULL, CLOCK_MONOTONIC, deadline, true);
+	int err = park(&self->sleep_lock, &self->sleep_q, NULL, CLOCK_MONOTONIC, deadline,
+		       PARK_CP | PARK_INTR);
 	return err == ETIMEDOUT ? 0 : err;
 }
 

@@ -14,11 +14,16 @@
  *    blocked in (EINTR), as on NPTL.  The thread may switch out between the
  *    check and the delivery; then the handler runs in whatever runs on that
  *    VP next.  The window is a few instructions wide.
- *  - A signal for a thread that is ready or parked on a libppl object is
- *    handled at once, on the sender's kernel thread, so that a handler runs
- *    while its thread stays blocked (as on NPTL: a signal neither ends nor
- *    disturbs a mutex, barrier or rwlock wait).  The handler then runs with
- *    the sender's identity and TLS (docs/posix.md lists this difference).
+ *  - A signal for a thread parked where a signal ends the park (PARK_INTR:
+ *    mutex, rwlock, barrier, cond, join, sleeps) is set pending and the
+ *    thread woken with EINTR, under its queue's lock as its timer would
+ *    (sig_wake); it raises the signal itself when it resumes, so the handler
+ *    runs with its identity, and its caller waits again (or, for a cond,
+ *    returns as a spurious wake-up; a sleep returns EINTR).  The pending
+ *    bit is the handshake: whoever clears it (fetch_and) delivers it, once.
+ *  - A ready thread gets it pending.  One parked elsewhere (semaphores,
+ *    once, the park lot) gets it at once on the sender's kernel thread,
+ *    with the sender's identity (docs/posix.md lists this difference).
  *    If the sender blocks the signal, or the target does, it is left pending
  *    on the target and delivered when the target next resumes with it
  *    unblocked.
@@ -75,7 +80,10 @@ void sig_resumed_slow(struct ult *self, struct vproc *v)
 		vp_set_sigmask(self->sigmask);
 		v->kmask = self->sigmask;
 	}
-	deliver_pending(self);
+	/* A handler may park again (nanosleep in a handler): not before the
+	 * park it interrupted has cancelled its timer and read its result. */
+	if (!self->sig_defer)
+		deliver_pending(self);
 }
 
 void sig_thread_init(struct ult *t, const struct ult *creator)
@@ -91,6 +99,33 @@ void sig_vp_init(struct vproc *v)
 }
 
 /* ---- sending -------------------------------------------------------------------- */
+
+/* t has an unblocked signal pending (set, seq_cst, before this call).  If t
+ * is parked where a signal ends the wait (PARK_INTR), take it off its queue
+ * under the queue's lock, as its timer would, and wake it with EINTR: it
+ * raises the signal itself when it resumes (sig_resumed).  True also when
+ * such a park was already ended by its waker or timer (it resumes anyway),
+ * false when t is not in an interruptible park.  A park published after
+ * our load of park_lock reads sigpending after publishing (sched.c park),
+ * so one of the two sees the other. */
+static bool sig_wake(struct ult *t)
+{
+	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
+	if (lock == NULL)
+		return false;
+	spin_lock(lock);
+	bool ours = atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock &&
+		    t->park_intr;
+	bool queued = ours && t->wait_q != NULL;
+	if (queued) {
+		waitq_remove(t->wait_q, t);
+		t->wait_result = EINTR;
+	}
+	spin_unlock(lock);
+	if (queued)
+		sched_wake(t);
+	return ours;
+}
 
 static int kill_ult(struct ult *t, int sig)
 {
@@ -122,15 +157,25 @@ static int kill_ult(struct ult *t, int sig)
 		if (v && v->current == t && !(bit(sig) & t->sigmask))
 			return vp_signal(&v->vp, sig);
 	}
-	if (!(bit(sig) & t->sigmask) && !(bit(sig) & vp_get_sigmask()))
+	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
+	if (bit(sig) & t->sigmask)
+		return 0;   /* blocked by the target: pending until it unblocks it */
+	if (sig_wake(t))
+		return 0;   /* it raises the signal itself when it resumes */
+	/* Parked where a signal does not end the wait (or off every queue for
+	 * good): handle it here, on the sender's kernel thread, unless the
+	 * sender blocks it.  Whoever clears the bit delivers it. */
+	if (atomic_load_explicit(&t->state, memory_order_acquire) == ULT_BLOCKED &&
+	    !(bit(sig) & vp_get_sigmask()) &&
+	    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) & bit(sig)))
 		return vp_signal_self(sig);
-	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_release);
-	/* It may have resumed between the check and the store: then it is
-	 * running and looks at its pending set only at its next resume or
-	 * pthread_sigmask; poke its VP so that a running thread sees it now. */
+	/* Ready: it raises it when it resumes.  It may also have resumed
+	 * between the check and the store: then it is running and looks at
+	 * its pending set only at its next resume or pthread_sigmask; poke its
+	 * VP so that a running thread sees it now. */
 	struct vproc *v = t->vp;
 	if (atomic_load_explicit(&t->state, memory_order_acquire) == ULT_RUNNING && v &&
-	    v->current == t && !(bit(sig) & t->sigmask) &&
+	    v->current == t &&
 	    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) & bit(sig)))
 		return vp_signal(&v->vp, sig);
 	return 0;

@@ -43,11 +43,18 @@ int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, st
 			return EINVAL;
 		deadline = clock_now_ns(CLOCK_MONOTONIC) + timespec_to_ns(req);
 	}
-	if (sched_sleep_until_cp(deadline) == ECANCELED)
+	int err = sched_sleep_until_cp(deadline);
+	if (err == ECANCELED)
 		cancel_act();
-	if (rem && !(flags & TIMER_ABSTIME))
-		rem->tv_sec = rem->tv_nsec = 0;
-	return 0;
+	if (rem && !(flags & TIMER_ABSTIME)) {
+		/* Interrupted by a signal: the time left, as the kernel reports it. */
+		int64_t left = err == EINTR ? deadline - clock_now_ns(CLOCK_MONOTONIC) : 0;
+		if (left < 0)
+			left = 0;
+		rem->tv_sec = left / NS;
+		rem->tv_nsec = left % NS;
+	}
+	return err;
 }
 
 int ppl_nanosleep(const struct timespec *req, struct timespec *rem)

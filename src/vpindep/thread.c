@@ -337,10 +337,12 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 		t->joined = true;
 		self->joining = t;
 		waitq_push(&t->joinq, self);
-		int err = sched_park_cp(&t->lock, &t->joinq, abstime, clk);
+		int err = sched_park_flags(&t->lock, &t->joinq, abstime, clk, PARK_CP | PARK_INTR);
 		self->joining = NULL;
 		spin_lock(&t->lock);
-		if (err && atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE) {
+		/* A signal: the handler has run, wait again (the loop re-queues us). */
+		if (err && err != EINTR &&
+		    atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE) {
 			t->joined = false;
 			spin_unlock(&t->lock);
 			return err;

@@ -1,11 +1,16 @@
 /* Per-thread signals: pthread_kill to oneself, to a thread blocked on a
- * barrier (its handler runs, the wait goes on), to a thread that blocks the
+ * barrier (its handler runs, the wait goes on), to a thread parked in a
+ * barrier, mutex, rwlock, cond or join wait (the handler runs in that
+ * thread, and the wait goes on) or in nanosleep/sleep (EINTR with the time
+ * left), to a thread that blocks the
  * signal (pending until it unblocks, in that thread); pthread_sigmask is per
  * thread and inherited by new threads; error codes. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tp_util.h"
@@ -73,6 +78,153 @@ static void *inherits(void *arg)
 	return NULL;
 }
 
+/* ---- a signal for a parked thread runs its handler in that thread ---- */
+
+enum { W_BARRIER, W_MUTEX, W_RDLOCK, W_WRLOCK, W_COND, W_JOIN, W_NANOSLEEP, W_SLEEP, W_N };
+static const char *const w_name[W_N] = { "barrier", "mutex", "rdlock", "wrlock",
+					 "cond", "join", "nanosleep", "sleep" };
+
+static atomic_int hup;
+static _Atomic(pthread_t) hup_thread;
+static pthread_barrier_t pbar;
+static pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t prw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_cond_t pc = PTHREAD_COND_INITIALIZER;
+static int cond_go;                  /* under pm */
+static pthread_t join_target;
+static int join_token;               /* join_target's result */
+static atomic_int release_target, pstage;
+
+static void on_hup(int sig)
+{
+	atomic_store(&hup_thread, pthread_self());
+	atomic_fetch_add(&hup, 1);
+}
+
+static void *join_me(void *arg)
+{
+	while (!atomic_load(&release_target))
+		usleep(1000);
+	return arg;
+}
+
+static void *parker(void *arg)
+{
+	int kind = (int)(intptr_t)arg, r;
+	struct timespec req = { 5, 0 }, rem = { 0, 0 };
+	void *res;
+	atomic_store(&pstage, 1);
+	switch (kind) {
+	case W_BARRIER:
+		r = pthread_barrier_wait(&pbar);
+		CHECK(r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD);
+		break;
+	case W_MUTEX:
+		CHECK_OK(pthread_mutex_lock(&pm));
+		CHECK_OK(pthread_mutex_unlock(&pm));
+		break;
+	case W_RDLOCK:
+		CHECK_OK(pthread_rwlock_rdlock(&prw));
+		CHECK_OK(pthread_rwlock_unlock(&prw));
+		break;
+	case W_WRLOCK:
+		CHECK_OK(pthread_rwlock_wrlock(&prw));
+		CHECK_OK(pthread_rwlock_unlock(&prw));
+		break;
+	case W_COND:
+		CHECK_OK(pthread_mutex_lock(&pm));
+		while (!cond_go)
+			CHECK_OK(pthread_cond_wait(&pc, &pm));
+		CHECK_OK(pthread_mutex_unlock(&pm));
+		break;
+	case W_JOIN:
+		CHECK_OK(pthread_join(join_target, &res));
+		CHECK(res == &join_token);
+		break;
+	case W_NANOSLEEP:
+		errno = 0;
+		CHECK(nanosleep(&req, &rem) == -1);
+		CHECK(errno == EINTR);
+		CHECK(rem.tv_sec < 5 || (rem.tv_sec == 5 && rem.tv_nsec == 0));
+		CHECK(rem.tv_sec > 0 || rem.tv_nsec > 0);
+		CHECK(rem.tv_nsec >= 0 && rem.tv_nsec < 1000000000L);
+		break;
+	case W_SLEEP:
+		r = (int)sleep(5);
+		CHECK(r > 0 && r <= 5);
+		break;
+	}
+	/* Woken by the handler only where the call returns early. */
+	CHECK(atomic_load(&hup) > 0);
+	atomic_store(&pstage, 2);
+	return NULL;
+}
+
+static void signal_parked(int kind)
+{
+	pthread_t t;
+	atomic_store(&pstage, 0);
+	atomic_store(&release_target, 0);
+	switch (kind) {
+	case W_BARRIER:
+		CHECK_OK(pthread_barrier_init(&pbar, NULL, 2));
+		break;
+	case W_MUTEX:
+	case W_COND:
+		CHECK_OK(pthread_mutex_lock(&pm));
+		cond_go = 0;
+		if (kind == W_COND)
+			CHECK_OK(pthread_mutex_unlock(&pm));
+		break;
+	case W_RDLOCK:
+	case W_WRLOCK:
+		CHECK_OK(pthread_rwlock_wrlock(&prw));
+		break;
+	case W_JOIN:
+		CHECK_OK(pthread_create(&join_target, NULL, join_me, &join_token));
+		break;
+	}
+	atomic_store(&hup, 0);
+	CHECK_OK(pthread_create(&t, NULL, parker, (void *)(intptr_t)kind));
+	wait_for(&pstage, 1);
+	usleep(20000);                      /* let it park */
+	CHECK_OK(pthread_kill(t, SIGHUP));
+	wait_for(&hup, 1);
+	if (!pthread_equal(atomic_load(&hup_thread), t))
+		fprintf(stderr, "signal: handler for a thread in %s ran elsewhere\n", w_name[kind]);
+	CHECK(pthread_equal(atomic_load(&hup_thread), t));
+	if (kind != W_NANOSLEEP && kind != W_SLEEP) {
+		usleep(20000);
+		CHECK(atomic_load(&pstage) == 1);   /* still waiting */
+	}
+	switch (kind) {
+	case W_BARRIER:
+		pthread_barrier_wait(&pbar);
+		break;
+	case W_MUTEX:
+		CHECK_OK(pthread_mutex_unlock(&pm));
+		break;
+	case W_COND:
+		CHECK_OK(pthread_mutex_lock(&pm));
+		cond_go = 1;
+		CHECK_OK(pthread_cond_signal(&pc));
+		CHECK_OK(pthread_mutex_unlock(&pm));
+		break;
+	case W_RDLOCK:
+	case W_WRLOCK:
+		CHECK_OK(pthread_rwlock_unlock(&prw));
+		break;
+	case W_JOIN:
+		atomic_store(&release_target, 1);
+		break;
+	}
+	CHECK_OK(pthread_join(t, NULL));
+	CHECK(atomic_load(&pstage) == 2);
+	CHECK(atomic_load(&hup) == 1);
+	if (kind == W_BARRIER)
+		CHECK_OK(pthread_barrier_destroy(&pbar));
+}
+
 int main(void)
 {
 	struct sigaction sa;
@@ -129,6 +281,11 @@ int main(void)
 	CHECK(atomic_load(&usr1) == 2);
 	CHECK_OK(pthread_sigmask(SIG_UNBLOCK, &s, NULL));
 	CHECK(atomic_load(&usr1) == 3);
+
+	sa.sa_handler = on_hup;
+	CHECK(sigaction(SIGHUP, &sa, NULL) == 0);
+	for (int k = 0; k < W_N; k++)
+		signal_parked(k);
 	puts("signal: ok");
 	return 0;
 }
