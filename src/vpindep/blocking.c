@@ -2,7 +2,14 @@
  * sys_enter marks the VP "in a system call" (a few stores, no system call
  * of its own) and sys_leave takes the VP back if the monitor lent its
  * threads to a spare meanwhile.  The call itself is the C library's next
- * definition, so its ABI and cancellation behaviour are glibc's.
+ * definition, so its ABI is glibc's.
+ *
+ * The calls POSIX makes cancellation points (all here but flock) act on a
+ * pending request before the call, can be interrupted by pthread_cancel
+ * while in the kernel, and act on the request if it made the call fail
+ * with EINTR (cancel.c, cancel_syscall_enter).  A call that completed is
+ * returned, its cancel acted on at the next cancellation point, so no data
+ * read or written is lost.
  *
  * Variadic calls (open of a FIFO, fcntl's F_SETLKW) cannot be forwarded
  * through this list; the monitor's unannounced path covers them, as it
@@ -47,30 +54,47 @@ static void *next_fn(void *_Atomic *slot, const char *name)
 		return result;                                                     \
 	}
 
-BLOCKING(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n))
-BLOCKING(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n))
-BLOCKING(ssize_t, readv, (int fd, const struct iovec *iov, int n), (fd, iov, n))
-BLOCKING(ssize_t, writev, (int fd, const struct iovec *iov, int n), (fd, iov, n))
-BLOCKING(ssize_t, pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off))
-BLOCKING(ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off))
-BLOCKING(ssize_t, pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off))
-BLOCKING(ssize_t, pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off))
-BLOCKING(ssize_t, recv, (int fd, void *buf, size_t n, int fl), (fd, buf, n, fl))
-BLOCKING(ssize_t, recvfrom, (int fd, void *buf, size_t n, int fl, __SOCKADDR_ARG a, socklen_t *al), (fd, buf, n, fl, a, al))
-BLOCKING(ssize_t, recvmsg, (int fd, struct msghdr *m, int fl), (fd, m, fl))
-BLOCKING(ssize_t, send, (int fd, const void *buf, size_t n, int fl), (fd, buf, n, fl))
-BLOCKING(ssize_t, sendto, (int fd, const void *buf, size_t n, int fl, __CONST_SOCKADDR_ARG a, socklen_t al), (fd, buf, n, fl, a, al))
-BLOCKING(ssize_t, sendmsg, (int fd, const struct msghdr *m, int fl), (fd, m, fl))
-BLOCKING(int, accept, (int fd, __SOCKADDR_ARG a, socklen_t *al), (fd, a, al))
-BLOCKING(int, accept4, (int fd, __SOCKADDR_ARG a, socklen_t *al, int fl), (fd, a, al, fl))
-BLOCKING(int, connect, (int fd, __CONST_SOCKADDR_ARG a, socklen_t al), (fd, a, al))
-BLOCKING(int, poll, (struct pollfd *p, nfds_t n, int ms), (p, n, ms))
-BLOCKING(int, ppoll, (struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *m), (p, n, ts, m))
-BLOCKING(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv), (n, r, w, e, tv))
-BLOCKING(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *m), (n, r, w, e, ts, m))
-BLOCKING(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int ms), (fd, ev, n, ms))
-BLOCKING(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m), (fd, ev, n, ms, m))
-BLOCKING(pid_t, wait, (int *st), (st))
-BLOCKING(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o))
-BLOCKING(int, waitid, (idtype_t t, id_t id, siginfo_t *i, int o), (t, id, i, o))
+/* The same, as a cancellation point.  sys_enter is inside the mark, so
+ * the signal handler that unwinds from the C library's call undoes both. */
+#define CANCELLABLE(ret, name, params, args)                                       \
+	static void *_Atomic next_##name;                                          \
+	ret ppl_##name params                                                      \
+	{                                                                          \
+		ret (*f) params = (ret (*) params)next_fn(&next_##name, #name);    \
+		struct vproc *cv = cancel_syscall_enter(NULL, NULL);                   \
+		struct vproc *v = sys_enter();                                     \
+		ret result = f args;                                               \
+		int saved_errno = errno;                                           \
+		sys_leave(v);                                                      \
+		cancel_syscall_leave(cv, result == -1 && saved_errno == EINTR);    \
+		errno = saved_errno;                                               \
+		return result;                                                     \
+	}
+
+CANCELLABLE(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n))
+CANCELLABLE(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n))
+CANCELLABLE(ssize_t, readv, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+CANCELLABLE(ssize_t, writev, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+CANCELLABLE(ssize_t, pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off))
+CANCELLABLE(ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off))
+CANCELLABLE(ssize_t, pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off))
+CANCELLABLE(ssize_t, pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off))
+CANCELLABLE(ssize_t, recv, (int fd, void *buf, size_t n, int fl), (fd, buf, n, fl))
+CANCELLABLE(ssize_t, recvfrom, (int fd, void *buf, size_t n, int fl, __SOCKADDR_ARG a, socklen_t *al), (fd, buf, n, fl, a, al))
+CANCELLABLE(ssize_t, recvmsg, (int fd, struct msghdr *m, int fl), (fd, m, fl))
+CANCELLABLE(ssize_t, send, (int fd, const void *buf, size_t n, int fl), (fd, buf, n, fl))
+CANCELLABLE(ssize_t, sendto, (int fd, const void *buf, size_t n, int fl, __CONST_SOCKADDR_ARG a, socklen_t al), (fd, buf, n, fl, a, al))
+CANCELLABLE(ssize_t, sendmsg, (int fd, const struct msghdr *m, int fl), (fd, m, fl))
+CANCELLABLE(int, accept, (int fd, __SOCKADDR_ARG a, socklen_t *al), (fd, a, al))
+CANCELLABLE(int, accept4, (int fd, __SOCKADDR_ARG a, socklen_t *al, int fl), (fd, a, al, fl))
+CANCELLABLE(int, connect, (int fd, __CONST_SOCKADDR_ARG a, socklen_t al), (fd, a, al))
+CANCELLABLE(int, poll, (struct pollfd *p, nfds_t n, int ms), (p, n, ms))
+CANCELLABLE(int, ppoll, (struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *m), (p, n, ts, m))
+CANCELLABLE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv), (n, r, w, e, tv))
+CANCELLABLE(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *m), (n, r, w, e, ts, m))
+CANCELLABLE(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int ms), (fd, ev, n, ms))
+CANCELLABLE(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m), (fd, ev, n, ms, m))
+CANCELLABLE(pid_t, wait, (int *st), (st))
+CANCELLABLE(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o))
+CANCELLABLE(int, waitid, (idtype_t t, id_t id, siginfo_t *i, int o), (t, id, i, o))
 BLOCKING(int, flock, (int fd, int op), (fd, op))

@@ -20,7 +20,19 @@
  *    and enabled, and the signal did not interrupt libppl's own code (a
  *    switch or a lock might be half done).  libppl's calls that such a
  *    thread may make check again on their way out (cancel_async_check), so
- *    a signal that found the thread inside libppl is not lost. */
+ *    a signal that found the thread inside libppl is not lost.
+ *  - A thread in a blocking call of the C library that is a cancellation
+ *    point (cancel_syscall_enter/leave) is marked both ways: t->cp_vp names
+ *    the VP whose kernel thread makes the call, v->cp_ult the thread.  The
+ *    thread marks itself and then reads CANCEL_PENDING; pthread_cancel sets
+ *    it and then reads the mark (both seq_cst), so either the thread acts
+ *    before the call or the canceller signals its kernel thread.  The
+ *    handler unwinds the thread only if the signal landed outside libppl
+ *    (in the C library's call, where glibc would act too); one that landed
+ *    in libppl's few instructions around the call is sent again by
+ *    pthread_cancel until the mark is gone or the thread acts.  The thread
+ *    cannot move to another VP while marked: preemption never switches a
+ *    thread whose PC is in libppl or the C library. */
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
@@ -137,6 +149,75 @@ void cancel_wake(struct ult *t, bool async)
 }
 
 static void async_signal(int sig, siginfo_t *si, void *uc);
+static void signal_setup(void);
+
+/* ---- cancellable system calls ------------------------------------------------ */
+
+static bool acts_deferred(int c)
+{
+	return (c & (CANCEL_DISABLED | CANCEL_PENDING | CANCEL_ACTING)) == CANCEL_PENDING;
+}
+
+static void unmark(struct vproc *v, struct ult *t)
+{
+	atomic_store_explicit(&v->cp_ult, NULL, memory_order_seq_cst);
+	atomic_store_explicit(&t->cp_vp, NULL, memory_order_seq_cst);
+}
+
+struct vproc *cancel_syscall_enter(void (*undo)(void *), void *arg)
+{
+	struct ult *me = ult_self();
+	if (ppl_unlikely(acts_deferred(atomic_load_explicit(&me->cancel, memory_order_seq_cst)))) {
+		if (undo)
+			undo(arg);
+		cancel_act();
+	}
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v->current == NULL)
+		return NULL;
+	struct ult *self = v->current;
+	v->cp_undo = undo;
+	v->cp_arg = arg;
+	atomic_store_explicit(&self->cp_vp, v, memory_order_seq_cst);
+	atomic_store_explicit(&v->cp_ult, self, memory_order_seq_cst);
+	if (ppl_unlikely(acts_deferred(atomic_load_explicit(&self->cancel, memory_order_seq_cst)))) {
+		unmark(v, self);
+		if (undo)
+			undo(arg);
+		cancel_act();
+	}
+	return v;
+}
+
+void cancel_syscall_leave(struct vproc *v, bool eintr)
+{
+	if (v != NULL)
+		unmark(v, v->current);
+	if (eintr)
+		cancel_point();
+}
+
+/* pthread_cancel's side: interrupt t's call, if it is in one, until it has
+ * left it or acts.  A signal that lands in libppl's own instructions around
+ * the call is ignored by the handler, hence the loop; it ends within a few
+ * instructions of the thread's, or at its next entry into the kernel. */
+static void syscall_kick(struct ult *t)
+{
+	for (int round = 0;; round++) {
+		struct vproc *v = atomic_load_explicit(&t->cp_vp, memory_order_seq_cst);
+		if (v == NULL || !acts_deferred(atomic_load_explicit(&t->cancel, memory_order_seq_cst)))
+			return;
+		if (round == 0)
+			signal_setup();
+		atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
+		int err = vp_signal(&v->vp, CANCEL_SIGNAL);
+		if (err)
+			ppl_fatal("cannot signal VP %d to cancel a system call: %s", v->vp.id,
+				  strerror(err));
+		/* Give the handler time to run before looking again. */
+		sched_sleep_until(clock_now_ns(CLOCK_MONOTONIC) + (round < 10 ? 100000 : 2000000));
+	}
+}
 
 /* Install the handler once, before the first asynchronous request.  Also
  * finds libppl's own code, which the handler must not interrupt. */
@@ -195,10 +276,25 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	atomic_signal_fence(memory_order_seq_cst);
+	uintptr_t pc = vp_signal_pc(uc);
+	struct ult *c = atomic_load_explicit(&v->cp_ult, memory_order_seq_cst);
+	if (c != NULL && c == v->current &&
+	    acts_deferred(atomic_load_explicit(&c->cancel, memory_order_seq_cst))) {
+		if (pc >= text_lo && pc < text_hi)
+			return;   /* around the call: pthread_cancel signals again */
+		/* In the C library's call, a cancellation point: undo
+		 * cancel_syscall_enter and the caller's state (its undo, or
+		 * blocking.c's sys_enter) and unwind. */
+		unmark(v, c);
+		if (v->cp_undo)
+			v->cp_undo(v->cp_arg);
+		else
+			sys_leave(v->bound_to != NULL ? NULL : v);
+		cancel_act();
+	}
 	struct ult *t = v->current;
 	if (t == NULL || !acts_async(atomic_load_explicit(&t->cancel, memory_order_seq_cst)))
 		return;
-	uintptr_t pc = vp_signal_pc(uc);
 	if (pc >= text_lo && pc < text_hi)
 		return;   /* inside libppl: its exits check (cancel_async_check) */
 	cancel_act();
@@ -227,6 +323,7 @@ int ppl_pthread_cancel(pthread_t th)
 	}
 	bool async = (old & CANCEL_ASYNC) != 0;
 	cancel_wake(t, async);
+	syscall_kick(t);
 	if (!async || t->foreign)
 		return 0;
 	signal_setup();

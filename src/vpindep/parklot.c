@@ -87,7 +87,7 @@ static bool owns_kthread(void)
 	return self == NULL || self->bound_to != NULL;
 }
 
-int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
+static int wait_common(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns, bool cp)
 {
 	int64_t nap = NAP_MIN_NS;
 	for (;;) {
@@ -101,7 +101,10 @@ int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
 			int64_t until = now + nap;
 			if (deadline_ns >= 0 && deadline_ns < until)
 				until = deadline_ns;
-			sched_sleep_until(until);
+			if (!cp)
+				sched_sleep_until(until);
+			else if (sched_sleep_until_cp(until) == ECANCELED)
+				return ECANCELED;
 			if (nap < NAP_MAX_NS)
 				nap *= 2;
 			continue;
@@ -115,6 +118,16 @@ int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
 		syscall(SYS_futex, addr, FUTEX_WAIT_BITSET, val, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
 		errno = saved;
 	}
+}
+
+int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
+{
+	return wait_common(addr, val, deadline_ns, false);
+}
+
+int pshared_wait_cp(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
+{
+	return wait_common(addr, val, deadline_ns, true);
 }
 
 void pshared_wake(_Atomic uint32_t *addr, int n)

@@ -21,6 +21,9 @@ void parklot_wake_all(_Atomic uint32_t *addr);
 /* Block until *addr != val, or until the monotonic deadline (ns, -1: none)
  * passes.  Returns 0 (value seen changed, or spuriously) or ETIMEDOUT. */
 int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns);
+/* The same as a cancellation point: ECANCELED when pthread_cancel wakes a
+ * polling thread (a thread owning its kernel thread is not woken). */
+int pshared_wait_cp(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns);
 /* Wake up to n kernel-level waiters on addr, in any process. */
 void pshared_wake(_Atomic uint32_t *addr, int n);
 

@@ -169,6 +169,8 @@ struct ult {
 	bool park_cp;              /* that park is a cancellation point (under park_lock) */
 	bool park_intr;            /* a signal for it ends that park with EINTR (under park_lock) */
 	bool sig_defer;            /* parked: raise pending signals only once the park is undone */
+	struct vproc *_Atomic cp_vp; /* VP whose kernel thread runs its cancellable
+				    * system call, or NULL (cancel.c) */
 	spin_t sleep_lock;         /* a cancellable sleep parks on sleep_q under it */
 	struct waitq sleep_q;
 	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */
@@ -219,6 +221,10 @@ struct vproc {
 	unsigned long tick_switches;    /* stats.switches at the last tick */
 	int nopreempt;             /* > 0: libppl runs outside its text with a lock held */
 	_Atomic int cancel_sig;    /* set before pthread_cancel signals this VP (cancel.c) */
+	struct ult *_Atomic cp_ult; /* thread in a cancellable system call on this
+				    * VP's kernel thread, or NULL (cancel.c) */
+	void (*cp_undo)(void *);   /* its cancel_syscall_enter arguments */
+	void *cp_arg;
 
 	struct {                   /* PPL_STATS counters, owned by this VP */
 		_Atomic unsigned long switches; /* also read by the monitor (progress) */
@@ -329,6 +335,17 @@ _Noreturn void cancel_act(void);
 void cancel_async_check(void);
 /* pthread_cancel's side: wake t if it is parked where a cancel ends the wait. */
 void cancel_wake(struct ult *t, bool async);
+/* Around a blocking call of the C library that is a cancellation point
+ * (blocking.c, sem.c): enter acts on a pending request, then marks the
+ * thread so that pthread_cancel interrupts the call by signalling its
+ * kernel thread (whose handler unwinds it if the call is still inside the
+ * C library).  leave unmarks it and, if the call failed with EINTR, acts on
+ * a pending request.  Returns/takes the VP marked (NULL for a foreign
+ * thread, which is checked only before and after the call).  undo(arg),
+ * if not NULL, restores the caller's invariants before an unwind from
+ * enter or from the handler (sem.c: unregister a waiter). */
+struct vproc *cancel_syscall_enter(void (*undo)(void *), void *arg);
+void cancel_syscall_leave(struct vproc *v, bool eintr);
 /* Unwind the calling thread to its landing point (unwind.c), running the
  * cleanup handlers and destructors of its frames; then ult_finish.  The
  * caller has set CANCEL_ACTING and self->result. */

@@ -34,8 +34,11 @@
  *    a registered waiter but found no parked thread wakes that word.
  *
  * These functions set errno and return -1, as POSIX says for semaphores.
- * sem_wait, sem_timedwait and sem_clockwait are cancellation points: the
- * two blocking calls are sem_park and sem_pshared_wait below. */
+ * sem_wait, sem_timedwait and sem_clockwait are cancellation points: they
+ * act on a pending request on entry, and pthread_cancel interrupts their
+ * three blocking calls below (sem_park, sem_pshared_wait, sem_kernel_wait,
+ * which return ECANCELED then).  The waiter unregisters before it unwinds,
+ * as after a time-out, so the semaphore keeps no trace of it. */
 #include <limits.h>
 #include <linux/futex.h>
 #include <semaphore.h>
@@ -81,20 +84,58 @@ static int fail(int err)
 
 /* ---- the blocking calls (cancellation points) ---------------------------- */
 
+static void sem_kernel_wake(struct sem *s)
+{
+	int saved = errno;
+	syscall(SYS_futex, value_word(s), FUTEX_WAKE | (s->private ? 0 : FUTEX_PRIVATE_FLAG), 1,
+		NULL, NULL, 0);
+	errno = saved;
+}
+
+/* Wake one waiter, private or shared, parked or in the kernel. */
+static void wake_one(struct sem *s)
+{
+	if (s->private != 0) {
+		pshared_wake(value_word(s), 1);
+		return;
+	}
+	spin_lock(&s->lock);
+	struct ult *t = waitq_pop(&s->q);
+	spin_unlock(&s->lock);
+	if (t)
+		sched_wake(t);
+	else
+		sem_kernel_wake(s);   /* the waiter waits in the kernel */
+}
+
+/* A registered waiter that is cancelled: unregister, as after a time-out.
+ * A post may have woken it (and only it) just before: pass the wake-up on
+ * if a token and another waiter are left, or that waiter could sleep on a
+ * positive semaphore. */
+static void cancelled(void *arg)
+{
+	struct sem *s = arg;
+	uint64_t d = atomic_fetch_sub_explicit(&s->data, SEM_WAITER, memory_order_acq_rel) -
+		     SEM_WAITER;
+	if ((d & SEM_VALUE_MASK) > 0 && (d >> SEM_NWAITERS_SHIFT) > 0)
+		wake_one(s);
+}
+
 /* Park on a private semaphore's queue; s->lock is held and self queued. */
 static int sem_park(struct sem *s, const struct timespec *abstime, clockid_t clk)
 {
-	return sched_park(&s->lock, &s->q, abstime, clk);
+	/* A signal interrupts the wait (EINTR), as a sem_wait in the kernel. */
+	return sched_park_flags(&s->lock, &s->q, abstime, clk, PARK_CP | PARK_INTR);
 }
 
 /* Wait for the value word of a shared semaphore to leave 0. */
 static int sem_pshared_wait(struct sem *s, int64_t deadline)
 {
-	return pshared_wait(value_word(s), 0, deadline);
+	return pshared_wait_cp(value_word(s), 0, deadline);
 }
 
 /* A kernel-level wait on the value word while it is 0: 0 (woken, changed
- * or spurious), EINTR or ETIMEDOUT. */
+ * or spurious), EINTR, ETIMEDOUT or ECANCELED (a cancel interrupted it). */
 static int sem_kernel_wait(struct sem *s, const struct timespec *abstime, clockid_t clk)
 {
 	int op = FUTEX_WAIT_BITSET | (s->private ? 0 : FUTEX_PRIVATE_FLAG);
@@ -105,18 +146,12 @@ static int sem_kernel_wait(struct sem *s, const struct timespec *abstime, clocki
 			op |= FUTEX_CLOCK_REALTIME;
 	}
 	int saved = errno;
+	struct vproc *cv = cancel_syscall_enter(cancelled, s);
 	long r = syscall(SYS_futex, value_word(s), op, 0, abstime, NULL, FUTEX_BITSET_MATCH_ANY);
 	int err = r == 0 ? 0 : errno;
 	errno = saved;
+	cancel_syscall_leave(cv, false);
 	return err == EINTR || err == ETIMEDOUT ? err : 0;
-}
-
-static void sem_kernel_wake(struct sem *s)
-{
-	int saved = errno;
-	syscall(SYS_futex, value_word(s), FUTEX_WAKE | (s->private ? 0 : FUTEX_PRIVATE_FLAG), 1,
-		NULL, NULL, 0);
-	errno = saved;
 }
 
 /* A thread that may block its kernel thread: foreign, or bound to its own VP. */
@@ -166,19 +201,8 @@ int ppl_sem_post(sem_t *sem)
 			return fail(EOVERFLOW);
 	} while (!atomic_compare_exchange_weak_explicit(&s->data, &d, d + 1, memory_order_release,
 							memory_order_relaxed));
-	if ((d >> SEM_NWAITERS_SHIFT) == 0)
-		return 0;
-	if (s->private != 0) {
-		pshared_wake(value_word(s), 1);
-		return 0;
-	}
-	spin_lock(&s->lock);
-	struct ult *t = waitq_pop(&s->q);
-	spin_unlock(&s->lock);
-	if (t)
-		sched_wake(t);
-	else
-		sem_kernel_wake(s);   /* the waiter waits in the kernel */
+	if ((d >> SEM_NWAITERS_SHIFT) != 0)
+		wake_one(s);
 	return 0;
 }
 
@@ -219,6 +243,17 @@ static int wait_private(struct sem *s, const struct timespec *abstime, clockid_t
 		}
 		waitq_push(&s->q, self);
 		int err = sem_park(s, abstime, clk);
+		if (err == ECANCELED) {
+			/* Off the queue already (sched_park_cp). */
+			cancelled(s);
+			cancel_act();
+		}
+		if (err == EINTR) {
+			/* A signal's handler has run: off the queue, unregister
+			 * as a cancelled waiter does. */
+			cancelled(s);
+			return fail(EINTR);
+		}
 		if (err) {
 			/* Timed out: off the queue already (sched_park). */
 			atomic_fetch_sub_explicit(&s->data, SEM_WAITER, memory_order_relaxed);
@@ -237,7 +272,12 @@ static int wait_shared(struct sem *s, const struct timespec *abstime, clockid_t 
 	for (;;) {
 		if (take_registered(s, &d))
 			return 0;
-		if (sem_pshared_wait(s, deadline) == ETIMEDOUT) {
+		int err = sem_pshared_wait(s, deadline);
+		if (err == ECANCELED) {
+			cancelled(s);
+			cancel_act();
+		}
+		if (err == ETIMEDOUT) {
 			atomic_fetch_sub_explicit(&s->data, SEM_WAITER, memory_order_relaxed);
 			return fail(ETIMEDOUT);
 		}
@@ -264,6 +304,7 @@ static int wait_kernel(struct sem *s, const struct timespec *abstime, clockid_t 
 static int sem_wait_common(sem_t *sem, const struct timespec *abstime, clockid_t clk)
 {
 	struct sem *s = S(sem);
+	cancel_point();
 	if (try_take(s))
 		return 0;
 	if (owns_kthread())

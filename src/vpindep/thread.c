@@ -64,6 +64,7 @@ static struct ult *tcb_get(void)
 	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->park_lock, NULL, memory_order_relaxed);
 	t->park_cp = false;
+	atomic_store_explicit(&t->cp_vp, NULL, memory_order_relaxed);
 	spin_init(&t->sleep_lock);
 	t->sleep_q.head = t->sleep_q.tail = NULL;
 	t->cleanup = NULL;

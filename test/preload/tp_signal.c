@@ -7,6 +7,7 @@
  * thread and inherited by new threads; error codes. */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -80,9 +81,10 @@ static void *inherits(void *arg)
 
 /* ---- a signal for a parked thread runs its handler in that thread ---- */
 
-enum { W_BARRIER, W_MUTEX, W_RDLOCK, W_WRLOCK, W_COND, W_JOIN, W_NANOSLEEP, W_SLEEP, W_N };
+enum { W_BARRIER, W_MUTEX, W_RDLOCK, W_WRLOCK, W_COND, W_JOIN, W_NANOSLEEP, W_SLEEP, W_SEM, W_N };
 static const char *const w_name[W_N] = { "barrier", "mutex", "rdlock", "wrlock",
-					 "cond", "join", "nanosleep", "sleep" };
+					 "cond", "join", "nanosleep", "sleep", "sem_wait" };
+static sem_t psem;
 
 static atomic_int hup;
 static _Atomic(pthread_t) hup_thread;
@@ -153,6 +155,12 @@ static void *parker(void *arg)
 		r = (int)sleep(5);
 		CHECK(r > 0 && r <= 5);
 		break;
+	case W_SEM:
+		/* The handler has no SA_RESTART: sem_wait fails with EINTR. */
+		errno = 0;
+		CHECK(sem_wait(&psem) == -1);
+		CHECK(errno == EINTR);
+		break;
 	}
 	/* Woken by the handler only where the call returns early. */
 	CHECK(atomic_load(&hup) > 0);
@@ -183,6 +191,9 @@ static void signal_parked(int kind)
 	case W_JOIN:
 		CHECK_OK(pthread_create(&join_target, NULL, join_me, &join_token));
 		break;
+	case W_SEM:
+		CHECK(sem_init(&psem, 0, 0) == 0);
+		break;
 	}
 	atomic_store(&hup, 0);
 	CHECK_OK(pthread_create(&t, NULL, parker, (void *)(intptr_t)kind));
@@ -193,7 +204,7 @@ static void signal_parked(int kind)
 	if (!pthread_equal(atomic_load(&hup_thread), t))
 		fprintf(stderr, "signal: handler for a thread in %s ran elsewhere\n", w_name[kind]);
 	CHECK(pthread_equal(atomic_load(&hup_thread), t));
-	if (kind != W_NANOSLEEP && kind != W_SLEEP) {
+	if (kind != W_NANOSLEEP && kind != W_SLEEP && kind != W_SEM) {
 		usleep(20000);
 		CHECK(atomic_load(&pstage) == 1);   /* still waiting */
 	}
@@ -223,6 +234,14 @@ static void signal_parked(int kind)
 	CHECK(atomic_load(&hup) == 1);
 	if (kind == W_BARRIER)
 		CHECK_OK(pthread_barrier_destroy(&pbar));
+	if (kind == W_SEM) {
+		/* The interrupted waiter left no trace: a post is taken at once. */
+		int v = -1;
+		CHECK(sem_getvalue(&psem, &v) == 0 && v == 0);
+		CHECK(sem_post(&psem) == 0);
+		CHECK(sem_trywait(&psem) == 0);
+		CHECK(sem_destroy(&psem) == 0);
+	}
 }
 
 int main(void)
