@@ -61,7 +61,15 @@ struct waitq {
 void waitq_push(struct waitq *q, struct ult *t);
 struct ult *waitq_pop(struct waitq *q);         /* NULL if empty */
 bool waitq_remove(struct waitq *q, struct ult *t); /* false if t was not queued */
-static inline bool waitq_empty(const struct waitq *q) { return q->head == NULL; }
+/* Drop the parent's threads from the head of q (in a forked child). */
+void waitq_prune(struct waitq *q);
+static inline bool waitq_empty(struct waitq *q)
+{
+	if (ppl_likely(q->head == NULL))
+		return true;
+	waitq_prune(q);
+	return q->head == NULL;
+}
 
 /* ---- timers (timer.c): per-VP deadline heaps ---------------------------------- */
 

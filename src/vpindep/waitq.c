@@ -1,7 +1,11 @@
 /* Intrusive FIFO of parked threads.
  * Invariants: the owner's spin lock is held for every call; t->wait_q == q
  * exactly while t is on q (so a timed-out waiter and its waker agree, under
- * that lock, on who removes it). */
+ * that lock, on who removes it).
+ *  - In a forked child, the parent's threads may still sit on queues of
+ *    objects the child inherited; they do not exist there.  Pop and the
+ *    emptiness test drop them from the head (waitq_prune), so a wake-up
+ *    never goes to one and a queue of them reads as empty. */
 #include "pthread_impl.h"
 
 void waitq_push(struct waitq *q, struct ult *t)
@@ -30,8 +34,16 @@ static void unlink_ult(struct waitq *q, struct ult *t)
 	t->wait_q = NULL;
 }
 
+void waitq_prune(struct waitq *q)
+{
+	struct ult *t;
+	while ((t = q->head) != NULL && ppl_unlikely(t->fork_gen != ppl_rt.fork_gen))
+		unlink_ult(q, t);
+}
+
 struct ult *waitq_pop(struct waitq *q)
 {
+	waitq_prune(q);
 	struct ult *t = q->head;
 	if (t)
 		unlink_ult(q, t);
