@@ -190,11 +190,10 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 	size_t guard = (at->guardsize + page - 1) & ~(page - 1);
 	size = (size + page - 1) & ~(page - 1);
 	t->attr_stacksize = size;
-	/* A preemption tick pushes a signal frame (about 12 KB with AVX-512)
-	 * wherever the thread is: small stacks get that much on top, so the
-	 * size asked for stays usable.  Big ones have the room already. */
-	if (preempt_enabled() && size < 64 * 1024)
-		size += vp_sigframe_reserve();
+	/* No room is added for the signal frame of a preemption tick (about
+	 * 12 KB with AVX-512): a stack is exactly the size asked for, as on
+	 * NPTL, where any signal needs the same room.  PTHREAD_STACK_MIN
+	 * leaves it to a thread that does not fill its stack. */
 	if (t->stack.lo && !t->stack.user && t->stack.size == size && t->stack.guard == guard)
 		return 0;   /* the recycled stack fits */
 	if (t->stack.lo && !t->stack.user)
