@@ -67,7 +67,7 @@ static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespe
 	bool unlocked = err == 0;
 	if (unlocked) {
 		int64_t deadline = abstime ? deadline_mono_ns(abstime, clk) : -1;
-		err = pshared_wait(&c->seq, seq, deadline);
+		err = pshared_wait_cp(&c->seq, seq, deadline);
 	}
 	/* The last one out lets a pending pthread_cond_destroy return. */
 	if (atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_release) == 1)
@@ -75,6 +75,9 @@ static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespe
 	if (!unlocked)
 		return err;
 	int err2 = ppl_pthread_mutex_lock(m);
+	/* A cancellation point: the mutex is held again for the handlers. */
+	if (ppl_unlikely(err == ECANCELED))
+		cancel_act();
 	return err2 != 0 ? err2 : err;
 }
 

@@ -39,7 +39,11 @@
 /* glibc's internal signals (SIGCANCEL, SIGSETXID): pthread_kill refuses
  * them and pthread_sigmask never blocks them, as glibc does. */
 #define SIG_INTERNAL (bit(32) | bit(33))
-#define SIG_UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP) | SIG_INTERNAL)
+/* ... nor libppl's own: the cancellation signal (SIGRTMAX) and the
+ * preemption tick (vp_tick_signal), which a program that blocks "every
+ * signal" must still get, as glibc keeps its SIGCANCEL. */
+#define SIG_UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP) | SIG_INTERNAL | bit(SIGRTMAX) | \
+			 bit(vp_tick_signal()))
 
 static inline uint64_t bit(int sig)
 {
