@@ -250,6 +250,16 @@ static int lock_common(struct mutex *m, int kind, int mode, const struct timespe
 	return 0;
 }
 
+/* Everything but an uncontended lock of a default mutex: out of line, so
+ * that the fast path below saves no registers (no stack frame to speak of). */
+static __attribute__((noinline)) int lock_slowpath(struct mutex *m, int kind)
+{
+	if ((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
+	    !PPL_DEBUG_CHECKS)
+		return acquire_slow(m, kind, NULL, CLOCK_REALTIME);
+	return lock_common(m, kind, 0, NULL, CLOCK_REALTIME);
+}
+
 int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 {
 	struct mutex *m = M(pm);
@@ -265,9 +275,8 @@ int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 		if (ppl_likely(atomic_compare_exchange_strong_explicit(&m->state, &zero, 1,
 				memory_order_acquire, memory_order_relaxed)))
 			return 0;
-		return acquire_slow(m, kind, NULL, CLOCK_REALTIME);
 	}
-	return lock_common(m, kind, 0, NULL, CLOCK_REALTIME);
+	return lock_slowpath(m, kind);
 }
 
 int ppl_pthread_mutex_trylock(pthread_mutex_t *pm)
@@ -290,13 +299,33 @@ int ppl_pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *ts)
 	return ppl_pthread_mutex_clocklock(pm, CLOCK_REALTIME, ts);
 }
 
+static int unlock_slowpath(struct mutex *m, int kind);
+
 int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
 {
 	struct mutex *m = M(pm);
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
 	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
 		       !PPL_DEBUG_CHECKS)) {
-		release(m, kind);
+		/* The uncontended release inline; waiters (state 2) out of line. */
+		uint32_t one = 1;
+		if (single_threaded() &&
+		    atomic_load_explicit(&m->state, memory_order_relaxed) == 1)
+			atomic_store_explicit(&m->state, 0, memory_order_relaxed);
+		else if (!atomic_compare_exchange_strong_explicit(&m->state, &one, 0,
+				memory_order_release, memory_order_relaxed))
+			return unlock_slowpath(m, kind);
+		preempt_point();
+		return 0;
+	}
+	return unlock_slowpath(m, kind);
+}
+
+static __attribute__((noinline)) int unlock_slowpath(struct mutex *m, int kind)
+{
+	if ((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
+	    !PPL_DEBUG_CHECKS) {
+		release(m, kind);   /* state was 2 (or 0: unlocking an unlocked mutex) */
 		preempt_point();
 		return 0;
 	}
@@ -309,7 +338,7 @@ int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
 		if (atomic_load_explicit(&m->owner, memory_order_relaxed) != owner_token(kind)) {
 			if (checked)
 				return EPERM;
-			ppl_fatal("pthread_mutex_unlock: mutex %p is not locked by the caller", (void *)pm);
+			ppl_fatal("pthread_mutex_unlock: mutex %p is not locked by the caller", (void *)m);
 		}
 		if (type == PTHREAD_MUTEX_RECURSIVE_NP && --m->count != 0)
 			return 0;
