@@ -129,7 +129,11 @@ static void test_foreign_kernel_thread(void **state)
 	assert_int_equal(real_join(k, &rk), 0);
 	assert_ptr_equal(ru, (void *)1L);
 	assert_ptr_equal(rk, (void *)0L);
-	assert_true(kernel_threads() <= before);
+	/* No kernel thread per user thread.  One more is allowed: while main
+	 * waits in the C library's pthread_join (a futex wait libppl does not
+	 * see), the monitor may lend its VP's queue to a spare kernel thread,
+	 * which is kept for reuse (docs/blocking.md). */
+	assert_true(kernel_threads() <= before + 1);
 }
 
 static void *where(void *arg)
