@@ -14,6 +14,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <signal.h>
 
 #include "vp_backend.h"
 #include "vpdep.h"
@@ -101,6 +104,14 @@ static void *helper_main(void *p)
 {
 	struct helper_start h = *(struct helper_start *)p;
 	free(p);
+	/* Like the C library's own helper threads: the application's signals
+	 * go to the threads that run its code, never to libppl's helpers
+	 * (faults stay deliverable, to report a crash here). */
+	uint64_t mask = ~0ULL;
+	const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP };
+	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		mask &= ~(1ULL << (faults[i] - 1));
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
 	h.fn(h.arg);
 	return NULL;
 }
