@@ -21,7 +21,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
@@ -119,16 +118,4 @@ uintptr_t vp_signal_pc(const void *uc)
 #else
 #error "add the interrupted program counter of this architecture's ucontext"
 #endif
-}
-
-size_t vp_sigframe_reserve(void)
-{
-	/* The kernel's signal frame grows with the CPU's vector state (about
-	 * 12 KB with AVX-512 and AMX); the handler and a context switch on top
-	 * of it need a few KB more. */
-	size_t min = (size_t)getauxval(AT_MINSIGSTKSZ);
-	if (min < (size_t)MINSIGSTKSZ)
-		min = (size_t)MINSIGSTKSZ;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	return (min + 8192 + page - 1) & ~(page - 1);
 }

@@ -120,8 +120,6 @@ void vp_tick_soon(struct vp *vp, int64_t first_ns);
 void vp_tick_stop(struct vp *vp);
 /* The program counter the signal interrupted, from the handler's ucontext. */
 uintptr_t vp_signal_pc(const void *uc);
-/* Bytes of stack a signal frame and its handler need below the interrupted SP. */
-size_t vp_sigframe_reserve(void);
 
 /* ---- futexes (foreign kernel threads and VP sleep) ------------------------- */
 

@@ -131,21 +131,8 @@ _Noreturn void cancel_act(void)
 
 void cancel_wake(struct ult *t, bool async)
 {
-	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
-	if (lock == NULL)
-		return;
-	spin_lock(lock);
-	/* Still parked on a queue this lock protects (waitq.c: wait_q is
-	 * non-NULL exactly while queued, and changes only under the lock). */
-	bool parked = atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock &&
-		      t->wait_q != NULL && (t->park_cp || async);
-	if (parked) {
-		waitq_remove(t->wait_q, t);
-		t->wait_result = ECANCELED;
-	}
-	spin_unlock(lock);
-	if (parked)
-		sched_wake(t);
+	/* Asynchronous cancellation ends any park; deferred, a cancellation point's. */
+	(void)sched_interrupt(t, async ? 0 : PARK_CP, ECANCELED);
 }
 
 static void async_signal(int sig, siginfo_t *si, void *uc);

@@ -128,7 +128,10 @@ static int wait_pshared(struct mutex *m, const struct timespec *abstime, clockid
 }
 
 /* The mutex was seen held: spin briefly, then park.  0, ETIMEDOUT or EINVAL. */
-static int acquire_slow(struct mutex *m, int kind, const struct timespec *abstime, clockid_t clk)
+/* Out of line, like the other slow paths below, so that the uncontended
+ * lock and unlock save no registers. */
+static __attribute__((noinline)) int acquire_slow(struct mutex *m, int kind,
+						 const struct timespec *abstime, clockid_t clk)
 {
 	/* The owner can be running only if there is another VP. */
 	if (ppl_rt.nvps > 1) {
@@ -167,7 +170,7 @@ static int acquire_slow(struct mutex *m, int kind, const struct timespec *abstim
 }
 
 /* State was 2: release and wake one waiter. */
-static void release_slow(struct mutex *m, int kind)
+static __attribute__((noinline)) void release_slow(struct mutex *m, int kind)
 {
 	if ((unsigned)kind & MK_PSHARED) {
 		atomic_store_explicit(&m->state, 0, memory_order_release);
@@ -213,7 +216,8 @@ static inline void release(struct mutex *m, int kind)
 /* ---- lock and unlock ----------------------------------------------------- */
 
 /* Every kind but the uncontended default: mode 0 lock, 1 trylock, 2 timed. */
-static int lock_common(struct mutex *m, int kind, int mode, const struct timespec *abstime,
+static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int mode,
+						const struct timespec *abstime,
 		       clockid_t clk)
 {
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
@@ -250,16 +254,6 @@ static int lock_common(struct mutex *m, int kind, int mode, const struct timespe
 	return 0;
 }
 
-/* Everything but an uncontended lock of a default mutex: out of line, so
- * that the fast path below saves no registers (no stack frame to speak of). */
-static __attribute__((noinline)) int lock_slowpath(struct mutex *m, int kind)
-{
-	if ((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
-	    !PPL_DEBUG_CHECKS)
-		return acquire_slow(m, kind, NULL, CLOCK_REALTIME);
-	return lock_common(m, kind, 0, NULL, CLOCK_REALTIME);
-}
-
 int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 {
 	struct mutex *m = M(pm);
@@ -275,8 +269,9 @@ int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 		if (ppl_likely(atomic_compare_exchange_strong_explicit(&m->state, &zero, 1,
 				memory_order_acquire, memory_order_relaxed)))
 			return 0;
+		return acquire_slow(m, kind, NULL, CLOCK_REALTIME);
 	}
-	return lock_slowpath(m, kind);
+	return lock_common(m, kind, 0, NULL, CLOCK_REALTIME);
 }
 
 int ppl_pthread_mutex_trylock(pthread_mutex_t *pm)
@@ -299,7 +294,7 @@ int ppl_pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *ts)
 	return ppl_pthread_mutex_clocklock(pm, CLOCK_REALTIME, ts);
 }
 
-static int unlock_slowpath(struct mutex *m, int kind);
+static int unlock_checked(struct mutex *m, int kind);
 
 int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
 {
@@ -307,28 +302,16 @@ int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
 	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
 		       !PPL_DEBUG_CHECKS)) {
-		/* The uncontended release inline; waiters (state 2) out of line. */
-		uint32_t one = 1;
-		if (single_threaded() &&
-		    atomic_load_explicit(&m->state, memory_order_relaxed) == 1)
-			atomic_store_explicit(&m->state, 0, memory_order_relaxed);
-		else if (!atomic_compare_exchange_strong_explicit(&m->state, &one, 0,
-				memory_order_release, memory_order_relaxed))
-			return unlock_slowpath(m, kind);
+		release(m, kind);
 		preempt_point();
 		return 0;
 	}
-	return unlock_slowpath(m, kind);
+	return unlock_checked(m, kind);
 }
 
-static __attribute__((noinline)) int unlock_slowpath(struct mutex *m, int kind)
+/* Every kind that checks its owner or is invalid. */
+static __attribute__((noinline)) int unlock_checked(struct mutex *m, int kind)
 {
-	if ((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
-	    !PPL_DEBUG_CHECKS) {
-		release(m, kind);   /* state was 2 (or 0: unlocking an unlocked mutex) */
-		preempt_point();
-		return 0;
-	}
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
 		return EINVAL;
 	if (tracks_owner(kind)) {

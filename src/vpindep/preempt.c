@@ -205,11 +205,6 @@ void preempt_init(void)
 			  vp_tick_signal(), strerror(err));
 }
 
-bool preempt_enabled(void)
-{
-	return slice_ns != 0;
-}
-
 void preempt_vp_start(struct vproc *v)
 {
 	if (slice_ns == 0 || v->bound_to != NULL || atomic_load(&v->vp.tick_on))

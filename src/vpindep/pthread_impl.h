@@ -133,8 +133,6 @@ struct ult {
 
 	struct stack stack;
 	size_t attr_guard;         /* as requested, for pthread_getattr_np */
-	size_t attr_stacksize;     /* as requested (page-rounded), for pthread_getattr_np;
-				    * stack.size may add a preemption reserve below it */
 	int sched_policy;
 	struct sched_param sched_param;
 	bool inherit_sched;
@@ -174,9 +172,7 @@ struct ult {
 				    * CANCEL_PENDING by pthread_cancel (seq_cst) */
 	_Atomic(spin_t *) park_lock; /* lock of the queue of the last park; with
 				    * wait_q != NULL, under that lock, t is parked there */
-	bool park_cp;              /* that park is a cancellation point (under park_lock) */
-	bool park_intr;            /* a signal for it ends that park with EINTR (under park_lock) */
-	bool sig_defer;            /* parked: raise pending signals only once the park is undone */
+	int park_flags;            /* PARK_* of that park (under park_lock) */
 	struct vproc *_Atomic cp_vp; /* VP whose kernel thread runs its cancellable
 				    * system call, or NULL (cancel.c) */
 	spin_t sleep_lock;         /* a cancellable sleep parks on sleep_q under it */
@@ -333,6 +329,11 @@ int sched_sleep_until_cp(int64_t deadline_mono_ns);
 #define PARK_INTR 2   /* a signal interrupts the wait: EINTR */
 int sched_park_flags(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
 		     int flags);
+/* End t's park early if it is one that `need` (PARK_* bits; 0: any) says
+ * a request ends: under the park's lock, take t off its queue as its timer
+ * would and wake it with `result` (ECANCELED, EINTR).  True if t is in
+ * such a park (woken now, or already being woken by its waker or timer). */
+bool sched_interrupt(struct ult *t, int need, int result);
 /* Act on a pending cancellation request if cancellation is enabled. */
 void cancel_point(void);
 /* Act on the request now: unwind the calling thread with PTHREAD_CANCELED. */
@@ -438,7 +439,6 @@ unsigned long monitor_handoffs(void);
 void preempt_init(void);
 /* Start ticking the calling VP (on its own kernel thread; unbound VPs only). */
 void preempt_vp_start(struct vproc *v);
-bool preempt_enabled(void);
 /* VPs owing a deferred preemption: read by preempt_point, one load. */
 extern _Atomic int preempt_npending PPL_HIDDEN;
 void preempt_deferred_run(void);

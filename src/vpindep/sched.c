@@ -265,8 +265,8 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 		/* Resumed: possibly on another VP. */
 		*errno_slot() = self->saved_errno;
 	}
-	if (self->state != ULT_EXITING)
-		sig_resumed(self);
+	/* The callers that resume (park, sleep) call sig_resumed once their
+	 * park is undone: a handler may park again. */
 }
 
 /* The yielding thread is queued again: an idle VP may take it, or it would
@@ -416,15 +416,18 @@ static int park_foreign(struct ult *self, spin_t *lock, struct waitq *q,
 	}
 }
 
-/* The common part of sched_park and sched_park_cp.  With a lock, the park
- * is published for pthread_cancel (park_lock, park_cp) under that lock,
- * and the pending request is read after it: the canceller sets its bit
- * before it reads park_lock, so one of the two sees the other (seq_cst). */
+/* The common part of the sched_park* calls.  With a lock, the park is
+ * published for pthread_cancel and pthread_kill (park_lock, park_flags;
+ * sched_interrupt) under that lock, and the pending requests are read after
+ * it: a sender sets its bit before it reads park_lock, so one of the two
+ * sees the other (seq_cst). */
 static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
 		int64_t deadline, int flags)
 {
 	bool cp = flags & PARK_CP;
 	struct vproc *v = this_vp();
+	if (v == NULL)
+		flags &= ~PARK_INTR;   /* a foreign thread gets its signals from the kernel */
 	struct ult *self = v ? v->current : ult_self();
 	if (abstime) {
 		deadline = deadline_mono_ns(abstime, clk);
@@ -440,12 +443,11 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	self->wait_lock = lock;
 	self->wait_result = 0;
 	if (lock) {
-		self->park_cp = cp;
-		self->park_intr = (flags & PARK_INTR) && v != NULL;
+		self->park_flags = flags;
 		atomic_store_explicit(&self->park_lock, lock, memory_order_seq_cst);
 		/* A signal sent before park_lock was visible: its sender did not
-		 * wake us (signal.c sig_wake), so it is ours to see. */
-		if (self->park_intr &&
+		 * wake us (sched_interrupt), so it is ours to see. */
+		if ((flags & PARK_INTR) &&
 		    (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~self->sigmask)) {
 			if (q)
 				waitq_remove(q, self);
@@ -475,9 +477,7 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	struct park_req r = { self, lock, deadline };
-	self->sig_defer = true;
 	switch_away(v, self, park_cb, &r);
-	self->sig_defer = false;
 	if (deadline >= 0)
 		timer_cancel(&self->timer);
 	/* The object may go away once we return: a canceller must not take
@@ -491,6 +491,27 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	int res = self->wait_result;
 	sig_resumed(self);   /* the handlers of a signal that woke us, or came meanwhile */
 	return res;
+}
+
+bool sched_interrupt(struct ult *t, int need, int result)
+{
+	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
+	if (lock == NULL)
+		return false;
+	spin_lock(lock);
+	/* Still the same park (park_lock and park_flags change only under
+	 * it); queued exactly while wait_q is set (waitq.c). */
+	bool ours = atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock &&
+		    (need == 0 || (t->park_flags & need));
+	bool queued = ours && t->wait_q != NULL;
+	if (queued) {
+		waitq_remove(t->wait_q, t);
+		t->wait_result = result;
+	}
+	spin_unlock(lock);
+	if (queued)
+		sched_wake(t);
+	return ours;
 }
 
 int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
@@ -526,9 +547,7 @@ int sched_sleep_until(int64_t deadline)
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	struct park_req r = { self, NULL, deadline };
-	self->sig_defer = true;
 	switch_away(v, self, park_cb, &r);
-	self->sig_defer = false;
 	timer_cancel(&self->timer);
 	sig_resumed(self);
 	return 0;

@@ -84,10 +84,7 @@ void sig_resumed_slow(struct ult *self, struct vproc *v)
 		vp_set_sigmask(self->sigmask);
 		v->kmask = self->sigmask;
 	}
-	/* A handler may park again (nanosleep in a handler): not before the
-	 * park it interrupted has cancelled its timer and read its result. */
-	if (!self->sig_defer)
-		deliver_pending(self);
+	deliver_pending(self);
 }
 
 void sig_thread_init(struct ult *t, const struct ult *creator)
@@ -114,21 +111,7 @@ void sig_vp_init(struct vproc *v)
  * so one of the two sees the other. */
 static bool sig_wake(struct ult *t)
 {
-	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
-	if (lock == NULL)
-		return false;
-	spin_lock(lock);
-	bool ours = atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock &&
-		    t->park_intr;
-	bool queued = ours && t->wait_q != NULL;
-	if (queued) {
-		waitq_remove(t->wait_q, t);
-		t->wait_result = EINTR;
-	}
-	spin_unlock(lock);
-	if (queued)
-		sched_wake(t);
-	return ours;
+	return sched_interrupt(t, PARK_INTR, EINTR);
 }
 
 static int kill_ult(struct ult *t, int sig)
@@ -223,44 +206,40 @@ int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 
 /* ---- masks ------------------------------------------------------------------------ */
 
+/* The mask `how` and `set` make of cur, in *next.  0 or EINVAL. */
+static int new_mask(int how, const sigset_t *set, uint64_t cur, uint64_t *next)
+{
+	*next = cur;
+	if (set == NULL)
+		return 0;
+	uint64_t s = to_bits(set) & ~SIG_UNBLOCKABLE;
+	if (how == SIG_BLOCK)
+		*next = cur | s;
+	else if (how == SIG_UNBLOCK)
+		*next = cur & ~s;
+	else if (how == SIG_SETMASK)
+		*next = s;
+	else
+		return EINVAL;
+	return 0;
+}
+
 int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	struct ult *self = v ? v->current : NULL;
+	/* A foreign kernel thread, or a VP's own loop: the kernel's mask is
+	 * the thread's.  A user thread: its own, installed on its VP. */
+	uint64_t cur = self ? self->sigmask : vp_get_sigmask(), next;
+	if (new_mask(how, set, cur, &next) != 0)
+		return EINVAL;
+	if (old)
+		from_bits(old, cur);
 	if (self == NULL) {
-		/* A foreign kernel thread, or a VP's own loop: the kernel's mask is the thread's. */
-		uint64_t cur = vp_get_sigmask(), next = cur;
-		if (set) {
-			uint64_t s = to_bits(set) & ~SIG_UNBLOCKABLE;
-			if (how == SIG_BLOCK)
-				next = cur | s;
-			else if (how == SIG_UNBLOCK)
-				next = cur & ~s;
-			else if (how == SIG_SETMASK)
-				next = s;
-			else
-				return EINVAL;
-		}
-		if (old)
-			from_bits(old, cur);
 		if (next != cur)
 			vp_set_sigmask(next);
 		return 0;
 	}
-	uint64_t cur = self->sigmask, next = cur;
-	if (set) {
-		uint64_t s = to_bits(set) & ~SIG_UNBLOCKABLE;
-		if (how == SIG_BLOCK)
-			next = cur | s;
-		else if (how == SIG_UNBLOCK)
-			next = cur & ~s;
-		else if (how == SIG_SETMASK)
-			next = s;
-		else
-			return EINVAL;
-	}
-	if (old)
-		from_bits(old, cur);
 	if (set == NULL)
 		return 0;
 	self->sigmask = next;

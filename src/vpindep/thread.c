@@ -63,7 +63,7 @@ static struct ult *tcb_get(void)
 	t->cache_next = NULL;
 	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->park_lock, NULL, memory_order_relaxed);
-	t->park_cp = false;
+	t->park_flags = 0;
 	atomic_store_explicit(&t->cp_vp, NULL, memory_order_relaxed);
 	spin_init(&t->sleep_lock);
 	t->sleep_q.head = t->sleep_q.tail = NULL;
@@ -182,14 +182,12 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 		if (!t->stack.user)
 			stack_free(&t->stack);
 		t->stack = (struct stack){ .lo = at->stackaddr, .size = at->stacksize, .user = true };
-		t->attr_stacksize = at->stacksize;
 		return 0;
 	}
 	size_t size = at->stacksize ? at->stacksize : stack_default_size();
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t guard = (at->guardsize + page - 1) & ~(page - 1);
 	size = (size + page - 1) & ~(page - 1);
-	t->attr_stacksize = size;
 	/* No room is added for the signal frame of a preemption tick (about
 	 * 12 KB with AVX-512): a stack is exactly the size asked for, as on
 	 * NPTL, where any signal needs the same room.  PTHREAD_STACK_MIN
@@ -436,10 +434,7 @@ int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
 	if (stale(t))
 		return ESRCH;
 	struct thread_attrs at = {
-		/* The size asked for, right above the guard (so that the
-		 * guard is where the program computes it): a preemption reserve
-		 * that give_stack added is not counted. */
-		.stacksize = t->attr_stacksize ? t->attr_stacksize : t->stack.size,
+		.stacksize = t->stack.size,
 		.stackaddr = t->stack.lo,
 		.guardsize = t->attr_guard,
 		.detachstate = t->detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE,
