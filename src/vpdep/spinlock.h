@@ -1,6 +1,9 @@
 /* Test-and-test-and-set spin lock on C11 atomics, with a pause hint and no
  * kernel call.  An all-zero word is an unlocked lock, so it can live inside
- * statically initialised pthread objects. */
+ * statically initialised pthread objects.  The calling VP counts the locks
+ * it holds, so that an application's signal handler is not run inside
+ * them (sigdefer.c): the count goes up before the lock is taken and down
+ * after it is released. */
 #ifndef PPL_SPINLOCK_H
 #define PPL_SPINLOCK_H
 
@@ -11,15 +14,28 @@
 
 typedef _Atomic int spin_t;
 
+/* sigdefer.c: one more, one fewer lock held by the calling VP. */
+void vp_crit_enter(void);
+void vp_crit_leave(void);
+
 static inline void spin_init(spin_t *l)
 {
 	atomic_store_explicit(l, 0, memory_order_relaxed);
 }
 
-static inline bool spin_try_lock(spin_t *l)
+static inline bool spin_acquire(spin_t *l)
 {
 	return atomic_load_explicit(l, memory_order_relaxed) == 0 &&
 	       atomic_exchange_explicit(l, 1, memory_order_acquire) == 0;
+}
+
+static inline bool spin_try_lock(spin_t *l)
+{
+	vp_crit_enter();
+	if (spin_acquire(l))
+		return true;
+	vp_crit_leave();
+	return false;
 }
 
 /* Set in a forked child while it runs a single thread: a lock found held
@@ -30,7 +46,8 @@ extern _Atomic bool spin_orphans;
 
 static inline void spin_lock(spin_t *l)
 {
-	while (!spin_try_lock(l))
+	vp_crit_enter();
+	while (!spin_acquire(l))
 		while (atomic_load_explicit(l, memory_order_relaxed) != 0) {
 			if (__builtin_expect(atomic_load_explicit(&spin_orphans, memory_order_relaxed), 0)) {
 				atomic_store_explicit(l, 1, memory_order_relaxed);
@@ -44,6 +61,7 @@ static inline void spin_lock(spin_t *l)
 static inline void spin_unlock(spin_t *l)
 {
 	atomic_store_explicit(l, 0, memory_order_release);
+	vp_crit_leave();
 }
 
 #endif

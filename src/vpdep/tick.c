@@ -61,7 +61,7 @@ int vp_tick_install(void (*fn)(void *uc))
 	sa.sa_sigaction = on_tick;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	return sigaction(vp_tick_signal(), &sa, NULL) == 0 ? 0 : errno;
+	return vp_sigaction(vp_tick_signal(), &sa, NULL) == 0 ? 0 : errno;
 }
 
 static struct itimerspec spec(int64_t first_ns, int64_t interval_ns)

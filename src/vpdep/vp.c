@@ -97,6 +97,33 @@ __attribute__((noinline, noipa)) struct vp *vp_current(void)
 	return current;
 }
 
+/* spinlock.h: here, where `current` is one TLS load away, because every
+ * spin lock calls them.  A kernel thread that is no VP counts in its own
+ * TLS: the main thread before it becomes VP 0 (vp_adopt carries its count
+ * over), libppl's helpers and foreign threads.  Helpers block the
+ * application's signals; a foreign thread's handler runs where the signal
+ * finds it. */
+static __thread int unbound_crit __attribute__((tls_model("initial-exec")));
+
+void vp_crit_enter(void)
+{
+	struct vp *vp = current;
+	if (vp != NULL)
+		vp->crit++;
+	else
+		unbound_crit++;
+}
+
+void vp_crit_leave(void)
+{
+	struct vp *vp = current;
+	if (vp == NULL)
+		unbound_crit--;
+	else if (--vp->crit == 0 &&
+		 ppl_unlikely(atomic_load_explicit(&vp->deferred, memory_order_relaxed) != 0))
+		vp_signal_flush(vp);
+}
+
 void vp_set_current_in(void *tp, struct vp *vp)
 {
 	static ptrdiff_t off;
@@ -193,6 +220,8 @@ void vp_adopt(struct vp *vp)
 		vp->altstack = NULL;
 		vp->altstack_size = 0;
 	}
+	vp->crit = unbound_crit;   /* the locks it holds now, as a VP */
+	unbound_crit = 0;
 	vp_enter(vp);
 }
 
@@ -256,6 +285,9 @@ int vp_signal_self(int sig)
 void vp_set_sigmask(uint64_t mask)
 {
 	/* The kernel's sigset is 64 bits on every Linux architecture libppl supports. */
+	struct vp *vp = current;
+	if (vp != NULL)
+		vp->kmask = mask;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
 }
 

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <time.h>
 
 #include "context.h"
@@ -34,6 +35,12 @@ struct vp {
 	uintptr_t tick;          /* preemption timer (timer_t), valid while tick_on */
 	int64_t tick_interval;   /* its period in ns of the VP's CPU time */
 	_Atomic bool tick_on;    /* vp_tick_start succeeded, vp_tick_stop not yet called */
+	/* Signals (sigdefer.c): spin locks the kernel thread holds, the
+	 * blocked set it should have, and the application's signals put off
+	 * until it holds none. */
+	int crit;
+	uint64_t kmask;
+	_Atomic uint64_t deferred;
 };
 
 /* A VP backend: kernel threads ("kthread") now; raw clone and processes later.
@@ -83,7 +90,8 @@ int vp_signal(struct vp *vp, int sig);
  * unless the kernel thread blocks it. */
 int vp_signal_self(int sig);
 /* Install `mask` (signals 1..64, bit sig-1) as the calling kernel thread's
- * blocked set.  No C library involved: its internal signals stay as they are. */
+ * blocked set, and record it in its VP (vp->kmask).  No C library involved:
+ * its internal signals stay as they are. */
 void vp_set_sigmask(uint64_t mask);
 /* The calling kernel thread's blocked set. */
 uint64_t vp_get_sigmask(void);
@@ -102,6 +110,24 @@ int vp_process_kthreads(void);
 int vp_kthread_stack(void **lo, size_t *size);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
+
+/* ---- the application's signal handlers (sigdefer.c) -------------------------
+ * A handler that interrupts libppl while it holds a spin lock must not run
+ * there: it may call sem_post or pthread_kill, which take the same lock on
+ * the same kernel thread.  spin_lock counts the locks a VP holds (vp->crit);
+ * a handler that finds the count above zero is put off: the signal is
+ * queued again to the same kernel thread and blocked there until the last
+ * lock is released, when it is unblocked and the kernel delivers it, with
+ * its siginfo, at that point. */
+
+/* From a handler of `sig`: true if the signal was put off (the handler must
+ * return at once), false if the handler may run.  Never puts off a fault
+ * (a synchronous SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP or SIGSYS). */
+bool vp_signal_defer(int sig, siginfo_t *si, void *uc);
+/* Unblock the signals put off, once the last lock is gone (vp_crit_leave). */
+void vp_signal_flush(struct vp *vp);
+/* The C library's sigaction, bypassing libppl's own (libppl's handlers). */
+int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* ---- preemption ticks (tick.c) ---------------------------------------------
  * A periodic signal to one VP's kernel thread, every interval_ns of that

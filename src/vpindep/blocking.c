@@ -23,7 +23,7 @@
 /* Resolved on first use: a constructor of another library may read or
  * write before libppl's own ran.  dlsym is idempotent, so racing first
  * callers store the same pointer. */
-static void *next_fn(void *_Atomic *slot, const char *name)
+void *ppl_next_fn(void *_Atomic *slot, const char *name)
 {
 	void *f = atomic_load_explicit(slot, memory_order_acquire);
 	if (ppl_likely(f != NULL))
@@ -47,7 +47,7 @@ static void *next_fn(void *_Atomic *slot, const char *name)
 	static void *_Atomic next_##name;                                          \
 	ret ppl_##name params                                                      \
 	{                                                                          \
-		ret (*f) params = (ret (*) params)next_fn(&next_##name, #name);    \
+		ret (*f) params = (ret (*) params)ppl_next_fn(&next_##name, #name);    \
 		struct vproc *v = sys_enter();                                     \
 		ret result = f args;                                               \
 		sys_leave(v);                                                      \
@@ -56,11 +56,12 @@ static void *next_fn(void *_Atomic *slot, const char *name)
 
 /* The same, as a cancellation point.  sys_enter is inside the mark, so
  * the signal handler that unwinds from the C library's call undoes both. */
-#define CANCELLABLE(ret, name, params, args)                                       \
+#define CANCELLABLE(ret, name, params, args) CANCELLABLE_AS(ppl_##name, ret, name, params, args)
+#define CANCELLABLE_AS(fn, ret, name, params, args)                                \
 	static void *_Atomic next_##name;                                          \
-	ret ppl_##name params                                                      \
+	ret fn params                                                              \
 	{                                                                          \
-		ret (*f) params = (ret (*) params)next_fn(&next_##name, #name);    \
+		ret (*f) params = (ret (*) params)ppl_next_fn(&next_##name, #name);    \
 		struct vproc *cv = cancel_syscall_enter(NULL, NULL);                   \
 		struct vproc *v = sys_enter();                                     \
 		ret result = f args;                                               \
@@ -98,3 +99,6 @@ CANCELLABLE(pid_t, wait, (int *st), (st))
 CANCELLABLE(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o))
 CANCELLABLE(int, waitid, (idtype_t t, id_t id, siginfo_t *i, int o), (t, id, i, o))
 BLOCKING(int, flock, (int fd, int op), (fd, op))
+/* The kernel's part of sigtimedwait (signal.c does the rest). */
+CANCELLABLE_AS(sys_sigtimedwait, int, sigtimedwait,
+	       (const sigset_t *set, siginfo_t *info, const struct timespec *ts), (set, info, ts))

@@ -242,7 +242,7 @@ static void signal_setup(void)
 	 * must not stay blocked in the VP's kernel thread afterwards. */
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(CANCEL_SIGNAL, &sa, &prev_action) != 0)
+	if (vp_sigaction(CANCEL_SIGNAL, &sa, &prev_action) != 0)
 		ppl_fatal("sigaction for asynchronous cancellation failed");
 	atomic_store_explicit(&sig_state, 2, memory_order_release);
 }

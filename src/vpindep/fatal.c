@@ -62,19 +62,22 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 		die(buf, n, sizeof buf);
 	}
 	/* Not ours: let the fault take its default course on return. */
-	signal(sig, SIG_DFL);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	vp_sigaction(sig, &dfl, NULL);
 }
 
 void ppl_overflow_init(void) PPL_HIDDEN;
 void ppl_overflow_init(void)
 {
 	struct sigaction old;
-	if (sigaction(SIGSEGV, NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+	if (vp_sigaction(SIGSEGV, NULL, &old) != 0 || old.sa_handler != SIG_DFL)
 		return;   /* the application handles SIGSEGV itself */
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_segv;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, NULL);
+	vp_sigaction(SIGSEGV, &sa, NULL);
 }

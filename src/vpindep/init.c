@@ -183,6 +183,7 @@ int ppl_runtime_start(void)
 		vp_adopt(&v0->vp);
 		/* Whatever the program blocked while it was single-threaded. */
 		m->sigmask = vp_get_sigmask();
+		sig_adopt_pending(m);
 		m->foreign = false;
 		m->is_main = true;
 		m->vp = v0;

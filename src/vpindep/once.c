@@ -8,6 +8,8 @@
  *  - The word goes 0 (PTHREAD_ONCE_INIT) -> IN_PROGRESS (by the one caller
  *    whose CAS succeeds) -> DONE, with WAITERS or'ed in by any caller that
  *    is about to park.  The values of 0, IN_PROGRESS and DONE are glibc's.
+ *  - A cancelled initialiser (a cleanup handler) puts the word back to 0
+ *    and wakes the waiters, as glibc does: pthread_once is not done.
  *  - DONE is stored with release order after the initialiser returns; every
  *    return path of a caller that did not run it has read DONE with acquire
  *    order, so the initialiser's effects are visible.
@@ -24,6 +26,15 @@
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(pthread_once_t), "once overlay size");
 _Static_assert(_Alignof(_Atomic uint32_t) <= _Alignof(pthread_once_t), "once overlay alignment");
 
+/* The initialiser was cancelled (or exited its thread): as if it never
+ * ran, so that the next caller runs it; waiters wake to compete for that. */
+static void once_abandoned(void *arg)
+{
+	_Atomic uint32_t *w = arg;
+	if (atomic_exchange_explicit(w, 0, memory_order_release) & ONCE_WAITERS)
+		parklot_wake_all(w);
+}
+
 static int once_slow(_Atomic uint32_t *w, void (*init)(void))
 {
 	for (;;) {
@@ -34,7 +45,10 @@ static int once_slow(_Atomic uint32_t *w, void (*init)(void))
 			if (!atomic_compare_exchange_strong_explicit(w, &s, ONCE_IN_PROGRESS,
 					memory_order_acquire, memory_order_acquire))
 				continue;
+			struct _pthread_cleanup_buffer cb;
+			ppl__pthread_cleanup_push(&cb, once_abandoned, (void *)w);
 			init();
+			ppl__pthread_cleanup_pop(&cb, 0);
 			s = atomic_exchange_explicit(w, ONCE_DONE, memory_order_acq_rel);
 			if (s & ONCE_WAITERS)
 				parklot_wake_all(w);

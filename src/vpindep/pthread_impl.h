@@ -162,6 +162,10 @@ struct ult {
 	uint64_t sigmask;          /* blocked set (bit sig-1); the thread's own, written
 				    * only by itself, installed on its VP when it resumes */
 	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
+	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these (signal.c) */
+	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
+	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
+	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
 	int ktid;                  /* foreign threads: the kernel thread id */
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
@@ -213,7 +217,6 @@ struct vproc {
 	size_t heap_len, heap_cap;
 	_Atomic int64_t next_deadline; /* earliest deadline, INT64_MAX if none */
 
-	uint64_t kmask;            /* blocked set installed on the kernel thread (signal.c) */
 
 	ctx_fn after_fn;           /* run once right after switching to a context */
 	void *after_arg;
@@ -382,6 +385,22 @@ void sched_push(struct ult *t);
 void sig_resumed_slow(struct ult *self, struct vproc *v);
 /* A new thread inherits its creator's mask, with nothing pending. */
 void sig_thread_init(struct ult *t, const struct ult *creator);
+/* blocking.c: the C library's next definition of `name`, resolved once
+ * into *slot; a missing one is fatal. */
+void *ppl_next_fn(void *_Atomic *slot, const char *name);
+/* cpuclock.c: CPU time accounting at a switch, once a program asked for
+ * a thread's CPU clock (from or to may be NULL: the VP's idle loop). */
+extern _Atomic bool cpu_counting;
+void cpu_switch_slow(struct ult *from, struct ult *to);
+static inline void cpu_switch(struct ult *from, struct ult *to)
+{
+	if (ppl_unlikely(atomic_load_explicit(&cpu_counting, memory_order_relaxed)))
+		cpu_switch_slow(from, to);
+}
+/* blocking.c: the kernel's sigtimedwait, announced and a cancellation point. */
+int sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts);
+/* The main thread's kernel thread becomes VP 0: its pending signals become the thread's. */
+void sig_adopt_pending(struct ult *m);
 /* On the VP's kernel thread: record the mask the kernel thread has. */
 void sig_vp_init(struct vproc *v);
 /* Called by a user thread each time it resumes: install its signal mask
@@ -389,7 +408,7 @@ void sig_vp_init(struct vproc *v);
 static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	if (ppl_unlikely(self->sigmask != v->kmask ||
+	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
 }

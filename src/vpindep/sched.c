@@ -255,6 +255,7 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 	}
 	v->current = next;
 	count_switch(v);
+	cpu_switch(self, next);
 	if (tls_per_thread) {
 		if (next)
 			vp_set_current_in(next->ctx.tls, &v->vp);
@@ -304,6 +305,7 @@ void sched_yield_ult(void)
 		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 		v->current = next;
 		count_switch(v);
+		cpu_switch(self, next);
 		if (tls_per_thread) {
 			vp_set_current_in(next->ctx.tls, &v->vp);
 			ctx_switch_call_tls(&self->ctx, &next->ctx, requeue_cb, self);
@@ -336,6 +338,7 @@ void sched_yield_ult(void)
 	atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = next;
 	count_switch(v);
+	cpu_switch(self, next);
 	if (tls_per_thread) {
 		vp_set_current_in(next->ctx.tls, &v->vp);
 		ctx_switch_call_tls(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
@@ -619,6 +622,7 @@ static void run(struct vproc *v, struct ult *t)
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = t;
 	count_switch(v);
+	cpu_switch(NULL, t);
 	if (tls_per_thread) {
 		vp_set_current_in(t->ctx.tls, &v->vp);
 		ctx_switch_tls(&v->idle_ctx, &t->ctx);
@@ -679,7 +683,14 @@ static void retire(struct vproc *v)
 {
 	struct ult *q;
 	while ((q = rq_pop(v)) != NULL) {
-		rq_push(ppl_rt.vps[0], q);
+		if (q->home == v) {
+			/* Bound to this VP again meanwhile (ppl_bind_new_vp
+			 * reuses a spare bound VP): its thread stays here. */
+			rq_push(v, q);
+			return;
+		}
+		/* A thread tied to a VP goes to that VP, never to VP 0. */
+		rq_push(q->home ? q->home : ppl_rt.vps[0], q);
 		wake_idle_vp();
 	}
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);

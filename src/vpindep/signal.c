@@ -6,7 +6,7 @@
  * and the kernel thread of a VP carries the mask of the thread it runs:
  *
  *  - The mask is installed lazily.  When a thread resumes on a VP whose
- *    kernel mask (vproc.kmask) differs from its own, it installs its own
+ *    kernel mask (vp.kmask) differs from its own, it installs its own
  *    (one system call).  Threads that share a mask, which is nearly always
  *    the case, switch with no system call at all.
  *  - A signal for a thread that runs on a VP right now goes to that VP's
@@ -80,10 +80,8 @@ static void deliver_pending(struct ult *self)
 
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
-	if (self->sigmask != v->kmask) {
+	if (self->sigmask != v->vp.kmask)
 		vp_set_sigmask(self->sigmask);
-		v->kmask = self->sigmask;
-	}
 	deliver_pending(self);
 }
 
@@ -92,11 +90,33 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	/* A foreign creator's mask is its kernel thread's. */
 	t->sigmask = creator->foreign ? vp_get_sigmask() & ~SIG_UNBLOCKABLE : creator->sigmask;
 	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
+}
+
+/* The main thread becomes a user thread (runtime start-up): signals it
+ * blocked and got before then are pending on its kernel thread, which is
+ * about to become VP 0, shared by every thread.  Take them off the kernel
+ * thread and make them the main thread's own, as on NPTL, where a new
+ * thread starts with nothing pending.  (Queued real-time signals collapse
+ * into one.) */
+void sig_adopt_pending(struct ult *m)
+{
+	uint64_t pend = 0;
+	if (m->sigmask == 0 || syscall(SYS_rt_sigpending, &pend, sizeof pend) != 0)
+		return;
+	const struct timespec zero = {0, 0};
+	for (pend &= m->sigmask; pend != 0; pend &= pend - 1) {
+		int sig = __builtin_ctzll(pend) + 1;
+		uint64_t one = bit(sig);
+		/* Dequeues it (it is blocked); no wait, no C library wrapper. */
+		if (syscall(SYS_rt_sigtimedwait, &one, NULL, &zero, sizeof one) == sig)
+			atomic_fetch_or_explicit(&m->sigpending, one, memory_order_relaxed);
+	}
 }
 
 void sig_vp_init(struct vproc *v)
 {
-	v->kmask = vp_get_sigmask();
+	v->vp.kmask = vp_get_sigmask();
 }
 
 /* ---- sending -------------------------------------------------------------------- */
@@ -142,6 +162,14 @@ static int kill_ult(struct ult *t, int sig)
 	if (state == ULT_RUNNING) {
 		struct vproc *v = t->vp;
 		if (v && v->current == t && !(bit(sig) & t->sigmask))
+			return vp_signal(&v->vp, sig);
+	}
+	if ((bit(sig) & t->sigmask) && state == ULT_RUNNING &&
+	    (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig))) {
+		/* In sigwait for it, in the kernel on its VP (or about to be):
+		 * the kernel thread, which blocks it too, gets it to take. */
+		struct vproc *v = t->vp;
+		if (v && v->current == t)
 			return vp_signal(&v->vp, sig);
 	}
 	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
@@ -243,11 +271,76 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	if (set == NULL)
 		return 0;
 	self->sigmask = next;
-	if (v->kmask != next) {
+	if (v->vp.kmask != next)
 		vp_set_sigmask(next);
-		v->kmask = next;
-	}
 	deliver_pending(self);
+	return 0;
+}
+
+/* The kernel's pending set of the kernel thread (process-directed signals
+ * and the few that wait on it) and the user thread's own. */
+int ppl_sigpending(sigset_t *set)
+{
+	uint64_t pend = 0;
+	if (syscall(SYS_rt_sigpending, &pend, sizeof pend) != 0)
+		return -1;
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v != NULL && v->current != NULL)
+		pend |= atomic_load_explicit(&v->current->sigpending, memory_order_acquire);
+	from_bits(set, pend);
+	return 0;
+}
+
+/* ---- waiting for signals ------------------------------------------------------------ */
+
+/* sigwait and co.: a signal pthread_kill left pending on the thread itself
+ * (it blocks the signal) is taken first; otherwise the kernel waits on the
+ * VP's kernel thread, which has the thread's mask, and pthread_kill sends
+ * signals it waits for to that kernel thread (sigwaiting). */
+int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v ? v->current : NULL;
+	if (self == NULL || set == NULL)
+		return sys_sigtimedwait(set, info, ts);
+	uint64_t want = to_bits(set) & ~SIG_UNBLOCKABLE;
+	atomic_store_explicit(&self->sigwaiting, want, memory_order_seq_cst);
+	uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & want;
+	for (; p != 0; p &= p - 1) {
+		uint64_t b = p & -p;
+		if (!(atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b))
+			continue;
+		atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
+		int sig = __builtin_ctzll(b) + 1;
+		if (info != NULL) {
+			memset(info, 0, sizeof *info);
+			info->si_signo = sig;
+			info->si_code = SI_TKILL;
+			info->si_pid = getpid();
+			info->si_uid = getuid();
+		}
+		return sig;
+	}
+	int r = sys_sigtimedwait(set, info, ts);
+	/* The caller may have migrated while blocked: self, not v->current. */
+	atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
+	return r;
+}
+
+int ppl_sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	return ppl_sigtimedwait(set, info, NULL);
+}
+
+int ppl_sigwait(const sigset_t *set, int *sig)
+{
+	int r;
+	do
+		r = ppl_sigtimedwait(set, NULL, NULL);
+	while (r == -1 && errno == EINTR);   /* sigwait does not fail with EINTR */
+	if (r == -1)
+		return errno;
+	*sig = r;
 	return 0;
 }
 

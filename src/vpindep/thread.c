@@ -48,6 +48,8 @@ static struct ult *tcb_get(void)
 	t->vp = NULL;
 	t->home = NULL;
 	t->saved_errno = 0;
+	t->cpu_ns = t->cpu_since = 0;
+	t->cpu_clock = 0;
 	t->result = NULL;
 	spin_init(&t->lock);
 	t->detached = t->joined = false;

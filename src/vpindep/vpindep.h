@@ -21,6 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* glibc defines it but declares it only for old X/Open programs. */
+extern __sighandler_t bsd_signal(int sig, __sighandler_t h) __THROW;
+
 #define PPL_FN(ret, name, params, args) ret ppl_##name params;
 #include "api.def"
 #undef PPL_FN

@@ -1,0 +1,94 @@
+/* Putting off the application's signal handlers while the VP holds one of
+ * libppl's spin locks (vpdep.h explains why).
+ *
+ * The kernel has delivered the signal and the handler has been entered, so
+ * it cannot simply be left pending.  Instead the handler adds the signal to
+ * the mask the interrupted code gets back on sigreturn (uc_sigmask),
+ * queues it again to this kernel thread with its siginfo, and returns.
+ * The signal now waits, blocked, on this kernel thread.  The spin_unlock
+ * that releases the VP's last lock (vp_crit_leave) unblocks it again, and
+ * the kernel delivers it there, to a handler that finds no lock
+ * held.  If a context switch installs a mask before that, the signal
+ * arrives then; still inside a lock, it is simply put off once more.  If
+ * by the last unlock a thread that blocks the signal runs here, the signal
+ * goes back to the process (hand_back), as the kernel would have sent a
+ * process-directed signal to a thread that does not block it. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "vpdep.h"
+
+/* glibc's own sigaction, under the name libppl does not interpose. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return __sigaction(sig, act, old);
+}
+
+/* A fault raised by an instruction: running it again would fault again. */
+static bool synchronous(int sig, const siginfo_t *si)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
+		return si == NULL || si->si_code > 0;
+	default:
+		return false;
+	}
+}
+
+bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
+{
+	struct vp *vp = vp_current();
+	if (vp == NULL || vp->crit == 0 || uc == NULL || synchronous(sig, si))
+		return false;
+	int saved = errno;
+	/* The first 64 bits of ucontext_t's sigset are the kernel's set. */
+	sigaddset(&((ucontext_t *)uc)->uc_sigmask, sig);
+	atomic_fetch_or_explicit(&vp->deferred, 1ULL << (sig - 1), memory_order_relaxed);
+	siginfo_t again;
+	memcpy(&again, si, sizeof again);
+	/* To ourselves, so the kernel accepts any si_code (rt_tgsigqueueinfo(2)). */
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &again) != 0)
+		syscall(SYS_tgkill, getpid(), tid, sig);   /* the queue is full: no siginfo */
+	errno = saved;
+	return true;
+}
+
+/* A signal put off on this kernel thread whose thread now blocks it: as a
+ * process-directed signal it would go to another thread that takes it, so
+ * take it off this kernel thread and send it to the process again.  The
+ * kernel accepts the original siginfo only for codes a process may forge
+ * (SI_QUEUE and other negative ones); for the others (kill, tgkill,
+ * kernel-generated) kill() makes a new one. */
+static void hand_back(int sig)
+{
+	uint64_t one = 1ULL << (sig - 1);
+	const struct timespec zero = {0, 0};
+	siginfo_t si;
+	if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof one) != sig)
+		return;
+	if (si.si_code >= 0 || si.si_code == SI_TKILL ||
+	    syscall(SYS_rt_sigqueueinfo, getpid(), sig, &si) != 0)
+		kill(getpid(), sig);
+}
+
+/* vp_crit_leave: the last lock is gone and signals were put off.  Unblock
+ * only those (not a handler's sa_mask, if this runs inside one); those the
+ * thread running now blocks go back to the process. */
+void vp_signal_flush(struct vp *vp)
+{
+	uint64_t d = atomic_exchange_explicit(&vp->deferred, 0, memory_order_relaxed);
+	int saved = errno;
+	for (uint64_t back = d & vp->kmask; back != 0; back &= back - 1)
+		hand_back(__builtin_ctzll(back) + 1);
+	d &= ~vp->kmask;
+	if (d != 0)
+		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &d, NULL, sizeof d);
+	errno = saved;
+}

@@ -1,0 +1,188 @@
+/* Per-thread CPU-time clocks: pthread_getcpuclockid, and clock_gettime /
+ * clock_getres on the clocks it returns.
+ *
+ * The kernel measures the CPU time of the VPs' kernel threads, not of user
+ * threads.  A user thread's time is the sum, over the times it ran, of its
+ * kernel thread's CPU time between switch-in and switch-out (cpu_switch,
+ * called at every switch).  Reading the kernel thread's CPU clock is a
+ * system call, so switches pay for it only once a program has asked for a
+ * CPU clock: counting starts at the first pthread_getcpuclockid.  Threads
+ * that were running then count from their next switch-in; threads created
+ * later count from zero.
+ *
+ * Clock ids: glibc encodes a kernel thread's CPU clock as (~tid << 3) | 6;
+ * libppl's use the low bits 7, a clock type the kernel rejects (EINVAL), so
+ * they can never be mistaken for the kernel's.  The bits above are an index
+ * into a table of the threads that asked; a thread's entry records its
+ * sequence number, so a clock of a thread that is gone reads EINVAL. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+#define CLOCK_TAG 7
+#define CHUNK 1024
+#define CHUNKS 1024    /* up to a million clocks */
+
+struct clock_slot {
+	struct ult *_Atomic t;
+	_Atomic unsigned long id;
+};
+
+static struct {
+	spin_t lock;
+	int used;                                  /* slots handed out */
+	struct clock_slot *_Atomic chunk[CHUNKS];
+} clocks;
+
+_Atomic bool cpu_counting;
+
+/* The C library's clock_gettime and clock_getres. */
+static int real_gettime(clockid_t c, struct timespec *ts)
+{
+	static void *_Atomic next;
+	return ((int (*)(clockid_t, struct timespec *))ppl_next_fn(&next, "clock_gettime"))(c, ts);
+}
+
+static int real_getres(clockid_t c, struct timespec *ts)
+{
+	static void *_Atomic next;
+	return ((int (*)(clockid_t, struct timespec *))ppl_next_fn(&next, "clock_getres"))(c, ts);
+}
+
+/* The calling kernel thread's CPU time, in ns. */
+static int64_t kthread_cpu_ns(void)
+{
+	struct timespec ts;
+	real_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return timespec_to_ns(&ts);
+}
+
+void cpu_switch_slow(struct ult *from, struct ult *to)
+{
+	int64_t now = kthread_cpu_ns();
+	if (from != NULL && from->cpu_since != 0)
+		from->cpu_ns += now - from->cpu_since;
+	if (from != NULL)
+		from->cpu_since = 0;
+	if (to != NULL)
+		to->cpu_since = now;
+}
+
+static struct clock_slot *slot(int i)
+{
+	struct clock_slot *c = atomic_load_explicit(&clocks.chunk[i / CHUNK], memory_order_acquire);
+	return c ? &c[i % CHUNK] : NULL;
+}
+
+int ppl_pthread_getcpuclockid(pthread_t th, clockid_t *cid)
+{
+	struct ult *t = (struct ult *)th;
+	int state = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (state == ULT_FREE)
+		return ESRCH;
+	if (!atomic_exchange_explicit(&cpu_counting, true, memory_order_acq_rel)) {
+		/* Counting starts now, for the caller too. */
+		struct ult *self = ult_self();
+		self->cpu_since = kthread_cpu_ns();
+	}
+	spin_lock(&clocks.lock);
+	int i = t->cpu_clock - 1;
+	if (i < 0 || slot(i) == NULL ||
+	    atomic_load_explicit(&slot(i)->t, memory_order_relaxed) != t) {
+		i = clocks.used;
+		if (i >= CHUNK * CHUNKS) {
+			spin_unlock(&clocks.lock);
+			return EAGAIN;
+		}
+		if (slot(i) == NULL) {
+			struct clock_slot *c = calloc(CHUNK, sizeof *c);
+			if (c == NULL) {
+				spin_unlock(&clocks.lock);
+				return ENOMEM;
+			}
+			atomic_store_explicit(&clocks.chunk[i / CHUNK], c, memory_order_release);
+		}
+		clocks.used++;
+		atomic_store_explicit(&slot(i)->id, t->id, memory_order_relaxed);
+		atomic_store_explicit(&slot(i)->t, t, memory_order_release);
+		t->cpu_clock = i + 1;
+	}
+	spin_unlock(&clocks.lock);
+	*cid = (clockid_t)(((unsigned)~i << 3) | CLOCK_TAG);
+	return 0;
+}
+
+/* The thread a libppl clock id names, or NULL (not ours, or gone). */
+static struct ult *clock_thread(clockid_t c, bool *ours)
+{
+	*ours = c < 0 && (c & 7) == CLOCK_TAG;
+	if (!*ours)
+		return NULL;
+	int i = (int)~((unsigned)c >> 3) & 0x1fffffff;
+	if (i < 0 || i >= CHUNK * CHUNKS || slot(i) == NULL)
+		return NULL;
+	struct ult *t = atomic_load_explicit(&slot(i)->t, memory_order_acquire);
+	if (t == NULL || t->id != atomic_load_explicit(&slot(i)->id, memory_order_relaxed) ||
+	    atomic_load_explicit(&t->state, memory_order_acquire) == ULT_FREE)
+		return NULL;
+	return t;
+}
+
+/* t's CPU time.  A thread running on another VP right now: what it had
+ * at its last switch-out plus its kernel thread's time since. */
+static int64_t thread_cpu_ns(struct ult *t)
+{
+	struct vproc *me = (struct vproc *)vp_current();
+	int64_t total = t->cpu_ns, since = t->cpu_since;
+	if (since == 0)
+		return total;
+	if (me != NULL && me->current == t)
+		return total + kthread_cpu_ns() - since;
+	struct vproc *v = t->vp;
+	int tid = v ? atomic_load_explicit(&v->vp.tid, memory_order_acquire) : 0;
+	struct timespec ts;
+	/* The kernel's CPU clock of that kernel thread (glibc's encoding). */
+	if (tid > 0 && v->current == t &&
+	    real_gettime((clockid_t)((~(unsigned)tid << 3) | 6), &ts) == 0) {
+		int64_t d = timespec_to_ns(&ts) - since;
+		if (d > 0)
+			total += d;
+	}
+	return total;
+}
+
+int ppl_clock_gettime(clockid_t c, struct timespec *ts)
+{
+	bool ours;
+	if (ppl_likely(c >= 0))
+		return real_gettime(c, ts);
+	struct ult *t = clock_thread(c, &ours);
+	if (!ours)
+		return real_gettime(c, ts);
+	if (t == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	*ts = ns_to_timespec(thread_cpu_ns(t));
+	return 0;
+}
+
+int ppl_clock_getres(clockid_t c, struct timespec *ts)
+{
+	bool ours;
+	struct ult *t = clock_thread(c, &ours);
+	if (!ours)
+		return real_getres(c, ts);
+	if (t == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ts != NULL) {
+		ts->tv_sec = 0;
+		ts->tv_nsec = 1;
+	}
+	return 0;
+}

@@ -1,0 +1,210 @@
+/* sigaction, signal, bsd_signal, sysv_signal, sigset and siginterrupt:
+ * the application's signal handlers, installed behind a trampoline.
+ *
+ * A process-directed signal lands on any VP, possibly while it holds one of
+ * libppl's spin locks (a run queue, a semaphore's wait queue).  A handler
+ * that calls sem_post or pthread_kill there would take the same lock again
+ * on the same kernel thread and spin forever.  So the kernel runs
+ * trampoline(), which asks vpdep whether the VP holds a lock; if it does,
+ * the signal is put off until the last lock is released (sigdefer.c), and
+ * otherwise the application's handler runs at once, with the siginfo and
+ * context the kernel gave.
+ *
+ * The application sees its own actions: oldact returns what it installed.
+ * Faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), SIG_DFL and
+ * SIG_IGN go to the kernel as they are.  libppl's own signals (SIGRTMAX for
+ * cancellation, SIGRTMAX-1 for preemption) are refused with EINVAL, as glibc
+ * refuses its internal SIGCANCEL and SIGSETXID. */
+#include <signal.h>
+#include <string.h>
+
+#include "pthread_impl.h"
+
+#define NSIGS 65   /* signals 1..64 */
+
+static struct {
+	spin_t lock;                         /* serialises changes */
+	struct sigaction app[NSIGS];         /* as the application gave it, if wrapped */
+	struct sigaction kernel[NSIGS];      /* what the kernel has for it, if wrapped */
+	void *_Atomic handler[NSIGS];        /* app[sig]'s handler, for the trampoline */
+	_Atomic int flags[NSIGS];            /* app[sig].sa_flags, for the trampoline */
+	_Atomic uint64_t wrapped;            /* bit sig-1: the kernel runs trampoline */
+	uint64_t interrupt;                  /* siginterrupt(sig, 1): no SA_RESTART */
+} acts;
+
+static inline uint64_t bit(int sig)
+{
+	return 1ULL << (sig - 1);
+}
+
+static bool is_wrapped(int sig)
+{
+	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) & bit(sig);
+}
+
+static void trampoline(int sig, siginfo_t *si, void *uc)
+{
+	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
+	if (vp_signal_defer(sig, si, uc)) {
+		/* The kernel reset the action on this delivery: the one it
+		 * will deliver later must find the trampoline again. */
+		if (flags & SA_RESETHAND)
+			vp_sigaction(sig, &acts.kernel[sig], NULL);
+		return;
+	}
+	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
+	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
+		atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_acq_rel);
+	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
+		return;   /* changed while the signal was on its way */
+	if (flags & SA_SIGINFO)
+		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+	else
+		((void (*)(int))h)(sig);
+}
+
+static bool reserved(int sig)
+{
+	return sig == SIGRTMAX || sig == vp_tick_signal();
+}
+
+static bool fault(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+	       sig == SIGTRAP || sig == SIGSYS;
+}
+
+int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig < 1 || sig >= NSIGS || (act != NULL && reserved(sig))) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct sigaction a;
+	if (act != NULL)
+		a = *act;   /* act and old may be the same object */
+	spin_lock(&acts.lock);
+	struct sigaction prev;
+	int rc = 0;
+	if (is_wrapped(sig))
+		prev = acts.app[sig];
+	else
+		rc = vp_sigaction(sig, NULL, &prev);
+	if (rc == 0 && act != NULL) {
+		bool wrap = a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN && !fault(sig);
+		if (!wrap) {
+			rc = vp_sigaction(sig, &a, NULL);
+			if (rc == 0)
+				atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
+		} else {
+			struct sigaction k = a;
+			k.sa_sigaction = trampoline;
+			k.sa_flags |= SA_SIGINFO;
+			/* Set the trampoline's view first: a signal may arrive
+			 * the moment the kernel has the new action. */
+			acts.app[sig] = a;
+			acts.kernel[sig] = k;
+			atomic_store_explicit(&acts.handler[sig],
+					      (a.sa_flags & SA_SIGINFO) ? (void *)a.sa_sigaction
+									: (void *)a.sa_handler,
+					      memory_order_release);
+			atomic_store_explicit(&acts.flags[sig], a.sa_flags, memory_order_release);
+			rc = vp_sigaction(sig, &k, NULL);
+			if (rc == 0)
+				atomic_fetch_or_explicit(&acts.wrapped, bit(sig), memory_order_release);
+		}
+	}
+	spin_unlock(&acts.lock);
+	if (rc == 0 && old != NULL)
+		*old = prev;
+	return rc;
+}
+
+/* ---- the older interfaces, as glibc defines them on top of sigaction ---------------- */
+
+static __sighandler_t set_handler(int sig, __sighandler_t h, int flags, bool mask_self)
+{
+	struct sigaction a, old;
+	memset(&a, 0, sizeof a);
+	a.sa_handler = h;
+	a.sa_flags = flags;
+	sigemptyset(&a.sa_mask);
+	if (mask_self && sig >= 1 && sig < NSIGS)
+		sigaddset(&a.sa_mask, sig);
+	if (h == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	if (ppl_sigaction(sig, &a, &old) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* BSD semantics: the handler stays, the signal is blocked while it runs,
+ * and interrupted calls restart unless siginterrupt(sig, 1) said otherwise. */
+__sighandler_t ppl_signal(int sig, __sighandler_t h)
+{
+	bool intr = sig >= 1 && sig < NSIGS && (acts.interrupt & bit(sig));
+	return set_handler(sig, h, intr ? 0 : SA_RESTART, true);
+}
+
+__sighandler_t ppl_bsd_signal(int sig, __sighandler_t h)
+{
+	return ppl_signal(sig, h);
+}
+
+/* System V semantics: one delivery, not blocked while it runs, no restart. */
+__sighandler_t ppl_sysv_signal(int sig, __sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, false);
+}
+
+__sighandler_t ppl___sysv_signal(int sig, __sighandler_t h)
+{
+	return ppl_sysv_signal(sig, h);
+}
+
+int ppl_siginterrupt(int sig, int interrupt)
+{
+	struct sigaction a;
+	if (ppl_sigaction(sig, NULL, &a) != 0)
+		return -1;
+	spin_lock(&acts.lock);
+	if (interrupt)
+		acts.interrupt |= bit(sig);
+	else
+		acts.interrupt &= ~bit(sig);
+	spin_unlock(&acts.lock);
+	if (interrupt)
+		a.sa_flags &= ~SA_RESTART;
+	else
+		a.sa_flags |= SA_RESTART;
+	return ppl_sigaction(sig, &a, NULL);
+}
+
+/* SVID: SIG_HOLD blocks the signal; any other disposition is installed and
+ * unblocks it.  Returns SIG_HOLD if the signal was blocked before. */
+__sighandler_t ppl_sigset(int sig, __sighandler_t disp)
+{
+	if (sig < 1 || sig >= NSIGS || disp == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	sigset_t one, was;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	struct sigaction a, old;
+	if (disp == SIG_HOLD) {
+		if (ppl_sigaction(sig, NULL, &old) != 0 ||
+		    ppl_pthread_sigmask(SIG_BLOCK, &one, &was) != 0)
+			return SIG_ERR;
+	} else {
+		memset(&a, 0, sizeof a);
+		a.sa_handler = disp;
+		sigemptyset(&a.sa_mask);
+		if (ppl_sigaction(sig, &a, &old) != 0 ||
+		    ppl_pthread_sigmask(SIG_UNBLOCK, &one, &was) != 0)
+			return SIG_ERR;
+	}
+	return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+}
