@@ -30,21 +30,10 @@ int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	return __sigaction(sig, act, old);
 }
 
-/* A fault raised by an instruction: running it again would fault again. */
-static bool synchronous(int sig, const siginfo_t *si)
-{
-	switch (sig) {
-	case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
-		return si == NULL || si->si_code > 0;
-	default:
-		return false;
-	}
-}
-
 bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
 {
 	struct vp *vp = vp_current();
-	if (vp == NULL || vp->crit == 0 || uc == NULL || synchronous(sig, si))
+	if (vp == NULL || vp->crit == 0)
 		return false;
 	int saved = errno;
 	/* The first 64 bits of ucontext_t's sigset are the kernel's set. */
@@ -68,10 +57,8 @@ bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
  * kernel-generated) kill() makes a new one. */
 static void hand_back(int sig)
 {
-	uint64_t one = 1ULL << (sig - 1);
-	const struct timespec zero = {0, 0};
 	siginfo_t si;
-	if (syscall(SYS_rt_sigtimedwait, &one, &si, &zero, sizeof one) != sig)
+	if (!vp_take_signal(sig, &si))
 		return;
 	if (si.si_code >= 0 || si.si_code == SI_TKILL ||
 	    syscall(SYS_rt_sigqueueinfo, getpid(), sig, &si) != 0)

@@ -297,3 +297,17 @@ uint64_t vp_get_sigmask(void)
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof mask);
 	return mask;
 }
+
+uint64_t vp_get_sigpending(void)
+{
+	uint64_t pend = 0;
+	syscall(SYS_rt_sigpending, &pend, sizeof pend);
+	return pend;
+}
+
+bool vp_take_signal(int sig, siginfo_t *si)
+{
+	uint64_t one = 1ULL << (sig - 1);
+	const struct timespec zero = {0, 0};
+	return syscall(SYS_rt_sigtimedwait, &one, si, &zero, sizeof one) == sig;
+}

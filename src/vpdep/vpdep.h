@@ -95,6 +95,12 @@ int vp_signal_self(int sig);
 void vp_set_sigmask(uint64_t mask);
 /* The calling kernel thread's blocked set. */
 uint64_t vp_get_sigmask(void);
+/* The signals pending for the calling kernel thread: its own and the process's. */
+uint64_t vp_get_sigpending(void);
+/* Take `sig`, pending and blocked, off the calling kernel thread (its own
+ * queue first, then the process's) without waiting; its siginfo into *si
+ * (si may be NULL).  True if there was one. */
+bool vp_take_signal(int sig, siginfo_t *si);
 /* Start a detached kernel thread that runs fn(arg) and is not a VP
  * (vp_current() is NULL there): libppl's own helpers, such as the monitor
  * of blocking system calls.  0 or errno. */
@@ -121,8 +127,9 @@ _Noreturn void vp_kthread_exit(void *result);
  * its siginfo, at that point. */
 
 /* From a handler of `sig`: true if the signal was put off (the handler must
- * return at once), false if the handler may run.  Never puts off a fault
- * (a synchronous SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP or SIGSYS). */
+ * return at once), false if the handler may run.  Not for faults (SIGSEGV
+ * and co.), whose instruction would only fault again: the caller's
+ * handlers of those are never put off (sigaction.c does not wrap them). */
 bool vp_signal_defer(int sig, siginfo_t *si, void *uc);
 /* Unblock the signals put off, once the last lock is gone (vp_crit_leave). */
 void vp_signal_flush(struct vp *vp);

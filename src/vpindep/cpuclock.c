@@ -63,10 +63,11 @@ static int64_t kthread_cpu_ns(void)
 void cpu_switch_slow(struct ult *from, struct ult *to)
 {
 	int64_t now = kthread_cpu_ns();
-	if (from != NULL && from->cpu_since != 0)
-		from->cpu_ns += now - from->cpu_since;
-	if (from != NULL)
+	if (from != NULL) {
+		if (from->cpu_since != 0)   /* 0: running since before counting began */
+			from->cpu_ns += now - from->cpu_since;
 		from->cpu_since = 0;
+	}
 	if (to != NULL)
 		to->cpu_since = now;
 }

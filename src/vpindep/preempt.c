@@ -11,9 +11,10 @@
  *    handler later (on whichever VP resumed the thread) restores them.
  *  - Safe point: the interrupted PC is outside the C library, the dynamic
  *    linker, the vDSO, libgcc_s and libppl (text ranges found once by
- *    dl_iterate_phdr; they may hold locks that are not libppl's, or libppl's
- *    own spin locks), the VP's nopreempt count is 0 (libppl code that calls
- *    out of those ranges with a lock held), and the thread is RUNNING.
+ *    dl_iterate_phdr; they may hold locks that are not libppl's), the VP
+ *    holds none of libppl's spin locks (vp.crit, counted by spin_lock: also
+ *    when libppl calls out of those ranges with a lock held, into a
+ *    replaced malloc say), and the thread is RUNNING.
  *  - Otherwise the preemption is deferred: the VP's `preempt_pending` is
  *    set with the switch count at that moment, and honoured by the next
  *    tick that finds a safe point (the timer is re-armed to come back at
@@ -157,7 +158,7 @@ static void tick_body(void *uc)
 	}
 	if (!work_waiting(v))
 		return;
-	if (v->nopreempt != 0 || protected_pc(vp_signal_pc(uc)) ||
+	if (v->vp.crit != 0 || protected_pc(vp_signal_pc(uc)) ||
 	    atomic_load_explicit(&v->current->state, memory_order_relaxed) != ULT_RUNNING) {
 		pending_set(v);
 		/* Come back at the next scheduler tick rather than a slice later. */
@@ -176,14 +177,14 @@ static void tick(void *uc)
 {
 	tick_body(uc);
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v != NULL && v->current != NULL && v->nopreempt == 0 && !protected_pc(vp_signal_pc(uc)))
+	if (v != NULL && v->current != NULL && v->vp.crit == 0 && !protected_pc(vp_signal_pc(uc)))
 		cancel_async_check();
 }
 
 void preempt_deferred_run(void)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || v->current == NULL || v->nopreempt != 0)
+	if (v == NULL || v->current == NULL || v->vp.crit != 0)
 		return;
 	if (!pending_take(v))
 		return;

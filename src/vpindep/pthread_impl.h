@@ -226,7 +226,6 @@ struct vproc {
 	_Atomic bool preempt_pending;   /* a deferred preemption is owed */
 	unsigned long preempt_switches; /* stats.switches when it was deferred */
 	unsigned long tick_switches;    /* stats.switches at the last tick */
-	int nopreempt;             /* > 0: libppl runs outside its text with a lock held */
 	_Atomic int cancel_sig;    /* set before pthread_cancel signals this VP (cancel.c) */
 	struct ult *_Atomic cp_ult; /* thread in a cancellable system call on this
 				    * VP's kernel thread, or NULL (cancel.c) */
@@ -468,23 +467,6 @@ static inline void preempt_point(void)
 {
 	if (ppl_unlikely(atomic_load_explicit(&preempt_npending, memory_order_relaxed) != 0))
 		preempt_deferred_run();
-}
-
-/* Around libppl code that holds a lock and calls out of libppl's text into
- * code that may be the application's (a replaced malloc): no preemption
- * there.  Never switch contexts in between. */
-static inline void preempt_off(void)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	if (v)
-		v->nopreempt++;
-}
-
-static inline void preempt_on(void)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	if (v)
-		v->nopreempt--;
 }
 
 /* ---- attributes (attr.c) -----------------------------------------------------------

@@ -43,11 +43,15 @@ __attribute__((noipa)) static int *errno_slot(void)
 	return &errno;
 }
 
-/* Single writer (the VP); the monitor reads it to see progress. */
-static inline void count_switch(struct vproc *v)
+/* A switch on v from `from` to `to` (either NULL: the idle loop).  The
+ * count has a single writer (the VP); the monitor reads it to see
+ * progress.  CPU time is charged per thread once a program asked for a
+ * thread's CPU clock (cpuclock.c). */
+static inline void count_switch(struct vproc *v, struct ult *from, struct ult *to)
 {
 	unsigned long n = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);
 	atomic_store_explicit(&v->stats.switches, n + 1, memory_order_relaxed);
+	cpu_switch(from, to);
 }
 
 /* ---- run queues ----------------------------------------------------------- */
@@ -254,8 +258,7 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 		to = &v->idle_ctx;
 	}
 	v->current = next;
-	count_switch(v);
-	cpu_switch(self, next);
+	count_switch(v, self, next);
 	if (tls_per_thread) {
 		if (next)
 			vp_set_current_in(next->ctx.tls, &v->vp);
@@ -304,8 +307,7 @@ void sched_yield_ult(void)
 		next->vp = v;
 		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 		v->current = next;
-		count_switch(v);
-		cpu_switch(self, next);
+		count_switch(v, self, next);
 		if (tls_per_thread) {
 			vp_set_current_in(next->ctx.tls, &v->vp);
 			ctx_switch_call_tls(&self->ctx, &next->ctx, requeue_cb, self);
@@ -337,8 +339,7 @@ void sched_yield_ult(void)
 	next->vp = v;
 	atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = next;
-	count_switch(v);
-	cpu_switch(self, next);
+	count_switch(v, self, next);
 	if (tls_per_thread) {
 		vp_set_current_in(next->ctx.tls, &v->vp);
 		ctx_switch_call_tls(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
@@ -621,8 +622,7 @@ static void run(struct vproc *v, struct ult *t)
 	t->vp = v;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	v->current = t;
-	count_switch(v);
-	cpu_switch(NULL, t);
+	count_switch(v, NULL, t);
 	if (tls_per_thread) {
 		vp_set_current_in(t->ctx.tls, &v->vp);
 		ctx_switch_tls(&v->idle_ctx, &t->ctx);

@@ -25,7 +25,6 @@
 static struct {
 	spin_t lock;                         /* serialises changes */
 	struct sigaction app[NSIGS];         /* as the application gave it, if wrapped */
-	struct sigaction kernel[NSIGS];      /* what the kernel has for it, if wrapped */
 	void *_Atomic handler[NSIGS];        /* app[sig]'s handler, for the trampoline */
 	_Atomic int flags[NSIGS];            /* app[sig].sa_flags, for the trampoline */
 	_Atomic uint64_t wrapped;            /* bit sig-1: the kernel runs trampoline */
@@ -42,14 +41,27 @@ static bool is_wrapped(int sig)
 	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) & bit(sig);
 }
 
+static void trampoline(int sig, siginfo_t *si, void *uc);
+
+/* What the kernel gets for the application's action a: the trampoline. */
+static struct sigaction wrapped_action(const struct sigaction *a)
+{
+	struct sigaction k = *a;
+	k.sa_sigaction = trampoline;
+	k.sa_flags |= SA_SIGINFO;
+	return k;
+}
+
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
 	if (vp_signal_defer(sig, si, uc)) {
 		/* The kernel reset the action on this delivery: the one it
 		 * will deliver later must find the trampoline again. */
-		if (flags & SA_RESETHAND)
-			vp_sigaction(sig, &acts.kernel[sig], NULL);
+		if (flags & SA_RESETHAND) {
+			struct sigaction k = wrapped_action(&acts.app[sig]);
+			vp_sigaction(sig, &k, NULL);
+		}
 		return;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
@@ -97,13 +109,10 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 			if (rc == 0)
 				atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
 		} else {
-			struct sigaction k = a;
-			k.sa_sigaction = trampoline;
-			k.sa_flags |= SA_SIGINFO;
+			struct sigaction k = wrapped_action(&a);
 			/* Set the trampoline's view first: a signal may arrive
 			 * the moment the kernel has the new action. */
 			acts.app[sig] = a;
-			acts.kernel[sig] = k;
 			atomic_store_explicit(&acts.handler[sig],
 					      (a.sa_flags & SA_SIGINFO) ? (void *)a.sa_sigaction
 									: (void *)a.sa_handler,

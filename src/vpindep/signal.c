@@ -101,16 +101,12 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
  * into one.) */
 void sig_adopt_pending(struct ult *m)
 {
-	uint64_t pend = 0;
-	if (m->sigmask == 0 || syscall(SYS_rt_sigpending, &pend, sizeof pend) != 0)
+	if (m->sigmask == 0)
 		return;
-	const struct timespec zero = {0, 0};
-	for (pend &= m->sigmask; pend != 0; pend &= pend - 1) {
+	for (uint64_t pend = vp_get_sigpending() & m->sigmask; pend != 0; pend &= pend - 1) {
 		int sig = __builtin_ctzll(pend) + 1;
-		uint64_t one = bit(sig);
-		/* Dequeues it (it is blocked); no wait, no C library wrapper. */
-		if (syscall(SYS_rt_sigtimedwait, &one, NULL, &zero, sizeof one) == sig)
-			atomic_fetch_or_explicit(&m->sigpending, one, memory_order_relaxed);
+		if (vp_take_signal(sig, NULL))
+			atomic_fetch_or_explicit(&m->sigpending, bit(sig), memory_order_relaxed);
 	}
 }
 
@@ -160,16 +156,13 @@ static int kill_ult(struct ult *t, int sig)
 		return vp_signal_self(sig);
 	}
 	if (state == ULT_RUNNING) {
+		/* Running on a VP: its kernel thread gets the signal, if the
+		 * thread takes it, or waits for it in sigwait (in the kernel on
+		 * that kernel thread, which blocks it too, or about to be). */
 		struct vproc *v = t->vp;
-		if (v && v->current == t && !(bit(sig) & t->sigmask))
-			return vp_signal(&v->vp, sig);
-	}
-	if ((bit(sig) & t->sigmask) && state == ULT_RUNNING &&
-	    (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig))) {
-		/* In sigwait for it, in the kernel on its VP (or about to be):
-		 * the kernel thread, which blocks it too, gets it to take. */
-		struct vproc *v = t->vp;
-		if (v && v->current == t)
+		if (v && v->current == t &&
+		    (!(bit(sig) & t->sigmask) ||
+		     (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig))))
 			return vp_signal(&v->vp, sig);
 	}
 	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
@@ -281,9 +274,7 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
  * and the few that wait on it) and the user thread's own. */
 int ppl_sigpending(sigset_t *set)
 {
-	uint64_t pend = 0;
-	if (syscall(SYS_rt_sigpending, &pend, sizeof pend) != 0)
-		return -1;
+	uint64_t pend = vp_get_sigpending();
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v != NULL && v->current != NULL)
 		pend |= atomic_load_explicit(&v->current->sigpending, memory_order_acquire);

@@ -73,9 +73,8 @@ void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
 	spin_lock(&v->timer_lock);
 	if (v->heap_len == v->heap_cap) {
 		size_t cap = v->heap_cap ? 2 * v->heap_cap : 64;
-		preempt_off();   /* timer_lock is held: the tick may land in a replaced malloc */
+		/* timer_lock is held: no preemption in a replaced malloc (preempt.c) */
 		struct timer **h = realloc(v->heap, cap * sizeof *h);
-		preempt_on();
 		if (h == NULL) {
 			spin_unlock(&v->timer_lock);
 			ppl_fatal("out of memory for the timer heap of VP %d", v->vp.id);

@@ -278,9 +278,8 @@ void *tls_block_new(void)
 	spin_lock(&blocks_lock);
 	if (nblocks == cap_blocks) {
 		size_t ncap = cap_blocks ? cap_blocks * 2 : 64;
-		preempt_off();   /* blocks_lock is held */
+		/* blocks_lock is held: no preemption in a replaced malloc (preempt.c) */
 		void **nb = realloc(blocks, ncap * sizeof *nb);
-		preempt_on();
 		if (nb == NULL) {
 			spin_unlock(&blocks_lock);
 			return NULL;   /* the block leaks: out of memory anyway */

@@ -12,11 +12,17 @@
 
 static atomic_int ready;
 
-static void *waiter(void *arg)
+static sigset_t only(int sig)
 {
 	sigset_t s;
 	sigemptyset(&s);
-	sigaddset(&s, (int)(long)arg);
+	sigaddset(&s, sig);
+	return s;
+}
+
+static void *waiter(void *arg)
+{
+	sigset_t s = only((int)(long)arg);
 	atomic_store(&ready, 1);
 	int sig = 0;
 	CHECK_OK(sigwait(&s, &sig));
@@ -26,9 +32,7 @@ static void *waiter(void *arg)
 
 static void *info_waiter(void *arg)
 {
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, SIGUSR2);
+	sigset_t s = only(SIGUSR2);
 	atomic_store(&ready, 1);
 	siginfo_t si;
 	CHECK(sigwaitinfo(&s, &si) == SIGUSR2);
@@ -41,9 +45,7 @@ static void *pending_first(void *arg)
 	pthread_barrier_t *b = arg;
 	pthread_barrier_wait(b);   /* main signals us now */
 	pthread_barrier_wait(b);
-	sigset_t s, p;
-	sigemptyset(&s);
-	sigaddset(&s, SIGUSR1);
+	sigset_t s = only(SIGUSR1), p;
 	CHECK(sigpending(&p) == 0 && sigismember(&p, SIGUSR1));
 	int sig = 0;
 	CHECK_OK(sigwait(&s, &sig));
@@ -54,9 +56,7 @@ static void *pending_first(void *arg)
 
 static void *cancelled(void *arg)
 {
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, SIGHUP);
+	sigset_t s = only(SIGHUP);
 	atomic_store(&ready, 1);
 	int sig;
 	sigwait(&s, &sig);
@@ -104,9 +104,7 @@ int main(void)
 
 	/* A timeout. */
 	struct timespec ts = {0, 20000000};
-	sigset_t one;
-	sigemptyset(&one);
-	sigaddset(&one, SIGUSR1);
+	sigset_t one = only(SIGUSR1);
 	CHECK(sigtimedwait(&one, NULL, &ts) == -1 && errno == EAGAIN);
 
 	/* sigwait is a cancellation point. */
