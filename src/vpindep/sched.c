@@ -602,6 +602,7 @@ static int64_t run_timers(struct vproc *v)
 {
 	int64_t left = timer_run_expired(v);
 	int64_t now = -1;
+	struct vproc *lender = v->lender;
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *o = ppl_rt.vps[i];
 		if (o == NULL || o == v)
@@ -613,6 +614,10 @@ static int64_t run_timers(struct vproc *v)
 			now = clock_now_ns(CLOCK_MONOTONIC);
 		if (d <= now)
 			timer_run_expired(o);
+		else if (o == lender && (left < 0 || d - now < left))
+			/* Its VP is stuck in a system call: this spare stands in
+			 * for it, its timers included, and must wake for them. */
+			left = d - now;
 	}
 	return left;
 }
