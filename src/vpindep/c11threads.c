@@ -111,7 +111,7 @@ int ppl_thrd_join(thrd_t thr, int *res)
 
 void ppl_thrd_yield(void)
 {
-	sched_yield_ult();
+	sched_yield_user();
 }
 
 /* ---- mutexes ------------------------------------------------------------- */

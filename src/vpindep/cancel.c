@@ -216,7 +216,7 @@ static void signal_setup(void)
 	if (!atomic_compare_exchange_strong_explicit(&sig_state, &expected, 1, memory_order_acq_rel,
 						     memory_order_acquire)) {
 		while (atomic_load_explicit(&sig_state, memory_order_acquire) != 2)
-			sched_yield_ult();
+			sched_yield_min(0, false);   /* whatever the priorities */
 		return;
 	}
 	Dl_info info;

@@ -29,7 +29,7 @@ void ppl_init(void)
 	m->is_main = true;
 	m->foreign = true;
 	m->id = 1;
-	m->sched_policy = SCHED_OTHER;
+	sched_params_init(m);
 	m->inherit_sched = true;
 	m->ktid = getpid();
 	m->sigmask = vp_get_sigmask();
@@ -62,6 +62,7 @@ static struct vproc *vproc_new(int id)
 	memset(v, 0, sizeof *v);
 	v->vp.id = id;
 	atomic_store(&v->next_deadline, INT64_MAX);
+	atomic_store(&v->cur_prio, -1);
 	return v;
 }
 
@@ -188,6 +189,7 @@ int ppl_runtime_start(void)
 		m->is_main = true;
 		m->vp = v0;
 		v0->current = m;
+		atomic_store_explicit(&v0->cur_prio, m->prio, memory_order_relaxed);
 		if (tls_per_thread) {
 			/* The main thread keeps the process's original block and
 			 * may migrate; VP 0's loop has a block of its own. */
@@ -351,8 +353,11 @@ void ppl_runtime_fork_child(void)
 
 	v->vp.id = 0;
 	spin_init(&v->rq_lock);
-	v->rq_head = v->rq_tail = NULL;
+	v->rq_head = v->rq_tail = v->rt_head = NULL;
 	atomic_store_explicit(&v->rq_len, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->rq_top, 0, memory_order_relaxed);
+	atomic_store_explicit(&ppl_rt.rt_ready, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->prio_kick, false, memory_order_relaxed);
 	spin_init(&v->timer_lock);
 	v->heap_len = 0;          /* the other threads' timers: they are gone */
 	atomic_store_explicit(&v->next_deadline, INT64_MAX, memory_order_relaxed);
@@ -361,6 +366,7 @@ void ppl_runtime_fork_child(void)
 	v->bound_to = NULL;
 	v->spare_next = NULL;
 	v->current = self;
+	atomic_store_explicit(&v->cur_prio, self->prio, memory_order_relaxed);
 	/* Hand-off state (monitor.c): nothing is lent in the child. */
 	atomic_store_explicit(&v->in_syscall, 0, memory_order_relaxed);
 	v->lent_to = NULL;

@@ -146,6 +146,7 @@ static struct vproc *spare_get(void)
 		return NULL;
 	memset(s, 0, sizeof *s);
 	atomic_store(&s->next_deadline, INT64_MAX);
+	atomic_store(&s->cur_prio, -1);
 	atomic_store(&s->retired, true);
 	s->spare = true;
 	spin_lock(&ppl_rt.lock);

@@ -24,7 +24,14 @@
  *  - A thread that started during the current period is left alone for
  *    this tick, so every thread gets at least one whole slice.
  *  - Nothing is preempted unless work waits: a thread queued on any VP, or
- *    a timer that is due (a sleeper on a VP whose only thread computes). */
+ *    a timer that is due (a sleeper on a VP whose only thread computes).
+ *  - Priorities (SCHED_FIFO, SCHED_RR: thread->prio > 0) as POSIX has
+ *    them: a ready thread of higher priority preempts at once (sched_push
+ *    queues it on the VP running the lowest priority and kicks that VP
+ *    with the tick signal, prio_kick set; on the caller's own VP the
+ *    preemption is owed to the next preempt_point); a SCHED_FIFO thread
+ *    has no time slice; a SCHED_RR one gives its slice to its own
+ *    priority only; a lower priority never preempts a higher one. */
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,28 +152,53 @@ static bool work_waiting(struct vproc *self)
 
 /* ---- the handler --------------------------------------------------------------- */
 
+/* What the tick should do to v's current thread `cur`, by POSIX's
+ * policies: a higher priority thread ready anywhere preempts it (0 for no,
+ * 2 for "to the head of its priority"); otherwise SCHED_FIFO runs on,
+ * SCHED_RR gives way to its own priority only, and priority 0 to anyone
+ * (1: to the back). */
+static int tick_verdict(struct vproc *v, struct ult *cur, bool kick)
+{
+	int top = sched_top_ready(v);
+	if (top > cur->prio)
+		return 2;
+	if (kick)
+		return 0;
+	if (cur->prio > 0)
+		return cur->sched_policy == SCHED_RR && top == cur->prio ? 1 : 0;
+	return work_waiting(v) ? 1 : 0;
+}
+
 static void tick_body(void *uc)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || v->current == NULL || v->bound_to != NULL)
-		return;   /* a foreign thread, or the VP's idle loop */
+	if (v == NULL)
+		return;   /* a foreign thread */
+	bool kick = atomic_exchange_explicit(&v->prio_kick, false, memory_order_relaxed);
+	if (v->current == NULL || v->bound_to != NULL)
+		return;   /* the VP's idle loop */
 	unsigned long sw = v->stats.switches;
 	bool owed = pending_take(v);
-	if (!owed && sw != v->tick_switches) {
+	if (!owed && !kick && sw != v->tick_switches) {
 		v->tick_switches = sw;   /* started during this period: a full slice first */
 		return;
 	}
-	if (!work_waiting(v))
+	struct ult *cur = v->current;
+	int verdict = tick_verdict(v, cur, kick && !owed);
+	if (verdict == 0)
 		return;
 	if (v->vp.crit != 0 || protected_pc(vp_signal_pc(uc)) ||
-	    atomic_load_explicit(&v->current->state, memory_order_relaxed) != ULT_RUNNING) {
+	    atomic_load_explicit(&cur->state, memory_order_relaxed) != ULT_RUNNING) {
 		pending_set(v);
 		/* Come back at the next scheduler tick rather than a slice later. */
 		vp_tick_soon(&v->vp, 1);
 		return;
 	}
 	v->stats.preempts++;
-	sched_yield_ult();
+	if (verdict == 2)
+		sched_yield_min(cur->prio + 1, cur->sched_policy == SCHED_FIFO);
+	else
+		sched_yield_min(cur->prio, false);
 	/* Resumed, possibly on another VP: `v` is stale. */
 }
 
@@ -188,8 +220,28 @@ void preempt_deferred_run(void)
 		return;
 	if (!pending_take(v))
 		return;
+	struct ult *cur = v->current;
+	int verdict = tick_verdict(v, cur, false);
+	if (verdict == 0)
+		return;
 	v->stats.preempts++;
-	sched_yield_ult();
+	if (verdict == 2)
+		sched_yield_min(cur->prio + 1, cur->sched_policy == SCHED_FIFO);
+	else
+		sched_yield_min(cur->prio, false);
+}
+
+void preempt_for_priority(struct vproc *v)
+{
+	if (v == (struct vproc *)vp_current()) {
+		/* Paid at the caller's way out of libppl (preempt_point). */
+		pending_set(v);
+		return;
+	}
+	if (slice_ns == 0 || atomic_exchange_explicit(&v->prio_kick, true, memory_order_relaxed))
+		return;   /* no tick handler, or a kick is on its way */
+	if (vp_signal(&v->vp, vp_tick_signal()) != 0)
+		atomic_store_explicit(&v->prio_kick, false, memory_order_relaxed);
 }
 
 /* ---- start-up ---------------------------------------------------------------------- */

@@ -135,7 +135,12 @@ struct ult {
 	size_t attr_guard;         /* as requested, for pthread_getattr_np */
 	int sched_policy;
 	struct sched_param sched_param;
+	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
+				    * and SCHED_RR, 0 otherwise (sched.c orders by it) */
 	bool inherit_sched;
+	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
+				    * the process's; freed when the TCB is recycled */
+	size_t cpusetsize;
 	char name[16];
 
 	/* waiting: set by the waiter before parking, read under the object lock */
@@ -201,9 +206,12 @@ struct ult {
 
 struct vproc {
 	struct vp vp;              /* vpdep part; must stay first */
-	spin_t rq_lock;            /* protects rq_head/rq_tail/rq_len */
-	struct ult *rq_head, *rq_tail;
-	_Atomic long rq_len;
+	spin_t rq_lock;            /* protects rq_head/rq_tail/rt_head/rq_len */
+	struct ult *rq_head, *rq_tail; /* ready threads of priority 0, FIFO */
+	struct ult *rt_head;       /* ready threads of priority > 0, highest first */
+	_Atomic long rq_len;       /* both lists */
+	_Atomic int rq_top;        /* rt_head's priority, 0 if none (a hint) */
+	_Atomic int cur_prio;      /* current's priority, -1 in the idle loop */
 	struct ult *current;       /* thread running on this VP (NULL in the idle loop) */
 	struct ctx idle_ctx;       /* the VP's scheduler loop */
 	struct stack idle_stack;   /* VP 0 only: the others use their kernel stack */
@@ -224,6 +232,8 @@ struct vproc {
 	/* preemption (preempt.c): written by this VP's own code and its tick
 	 * handler, which runs on the same kernel thread */
 	_Atomic bool preempt_pending;   /* a deferred preemption is owed */
+	_Atomic bool prio_kick;    /* a thread of higher priority than current was
+				    * queued here: preempt at once (preempt.c) */
 	unsigned long preempt_switches; /* stats.switches when it was deferred */
 	unsigned long tick_switches;    /* stats.switches at the last tick */
 	_Atomic int cancel_sig;    /* set before pthread_cancel signals this VP (cancel.c) */
@@ -274,6 +284,7 @@ struct runtime {
 	int debug;                 /* PPL_DEBUG level */
 	int env_vps;               /* PPL_VPS, 0 if unset */
 	struct vproc *spare_bound; /* VPs of exited SCOPE_SYSTEM threads, for reuse */
+	_Atomic int rt_ready;      /* threads of priority > 0 on run queues (sched.c) */
 	unsigned fork_gen;         /* forks this process descends from (fork.c) */
 };
 
@@ -368,8 +379,13 @@ void unwind_set_landing(struct ult *self, void *jmpbuf);
 /* The end of every thread: destructors, then off its stack (thread.c). */
 _Noreturn void ult_finish(struct ult *self);
 
-/* Yield the VP to another ready thread, if there is one. */
+/* Yield the VP to another ready thread of at least the caller's priority,
+ * if there is one. */
 void sched_yield_ult(void);
+/* Yield to a ready thread of priority >= min, queueing the caller at the
+ * back of its priority or, with front, at its head (preempted by a higher
+ * one).  False if there was none (the caller goes on). */
+bool sched_yield_min(int min, bool front);
 /* Sleep until the absolute monotonic time; returns 0. */
 int sched_sleep_until(int64_t deadline_mono_ns);
 /* Leave the running thread for good (thread exit); does not return. */
@@ -378,6 +394,15 @@ _Noreturn void sched_exit(struct ult *self);
 void sched_vp_main(struct vp *vp);
 /* Push t to the VP-independent ready queues and wake an idle VP if needed. */
 void sched_push(struct ult *t);
+/* The calling thread's priority changed to t->prio: give way if a ready
+ * thread now has a higher one (pthread_setschedparam & co.). */
+void sched_prio_changed(void);
+/* The user's sched_yield: as sched_yield_ult, and the kernel's sched_yield
+ * when no user thread of at least the caller's priority is ready. */
+void sched_yield_user(void);
+/* Priority of the best ready thread of v's queue, or of any VP when a
+ * real-time thread is queued somewhere (-1: none). */
+int sched_top_ready(struct vproc *v);
 
 /* ---- signals (signal.c) -------------------------------------------------------------- */
 
@@ -460,6 +485,9 @@ void preempt_vp_start(struct vproc *v);
 /* VPs owing a deferred preemption: read by preempt_point, one load. */
 extern _Atomic int preempt_npending PPL_HIDDEN;
 void preempt_deferred_run(void);
+/* A thread of higher priority than v's current was queued on v: preempt
+ * v's current as soon as it is safe (v may be the caller's own VP). */
+void preempt_for_priority(struct vproc *v);
 
 /* A safe point at a libppl entry point: no libppl lock held, about to
  * return to the application.  Pays a deferred preemption, if one is owed. */
@@ -491,6 +519,15 @@ int attr_write(pthread_attr_t *a, const struct thread_attrs *in) PPL_MUST_CHECK;
 
 /* ---- threads (thread.c, key.c) ---------------------------------------------------- */
 
+/* The initial thread's policy and priority, from its kernel thread (schedparam.c). */
+void sched_params_init(struct ult *m);
+/* A pthread_t that names no thread (NULL, or a recycled TCB). */
+bool ult_stale(struct ult *t);
+/* The priority the scheduler orders t by (struct ult's prio). */
+static inline int sched_prio_of(int policy, const struct sched_param *p)
+{
+	return policy == SCHED_FIFO || policy == SCHED_RR ? p->sched_priority : 0;
+}
 void key_run_destructors(struct ult *t);
 void ult_recycle(struct ult *t);
 int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_t clk,

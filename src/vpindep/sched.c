@@ -54,7 +54,12 @@ static inline void count_switch(struct vproc *v, struct ult *from, struct ult *t
 	cpu_switch(from, to);
 }
 
-/* ---- run queues ----------------------------------------------------------- */
+/* ---- run queues -----------------------------------------------------------
+ * Two lists per VP under rq_lock: priority 0 (SCHED_OTHER, BATCH, IDLE) in
+ * FIFO order, the usual case, and priorities > 0 (SCHED_FIFO, SCHED_RR)
+ * kept highest first, FIFO within a priority.  The second list goes first.
+ * ppl_rt.rt_ready counts the threads on second lists anywhere, so that the
+ * common case (none) pays one load to know it need not look across VPs. */
 
 /* rq_len is written only under rq_lock (so no read-modify-write is needed)
  * and read without it as a hint. */
@@ -64,30 +69,94 @@ static inline void rq_len_add(struct vproc *v, long d)
 	atomic_store_explicit(&v->rq_len, n + d, memory_order_relaxed);
 }
 
-static void rq_push(struct vproc *v, struct ult *t)
+static void rt_changed(struct vproc *v, int d)
+{
+	atomic_store_explicit(&v->rq_top, v->rt_head ? v->rt_head->prio : 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ppl_rt.rt_ready, d, memory_order_relaxed);
+}
+
+/* Queue t on v (caller holds v->rq_lock): at the back of its priority, or
+ * at the front (a thread preempted by a higher priority, as POSIX has it
+ * for SCHED_FIFO). */
+static void rq_insert(struct vproc *v, struct ult *t, bool front)
 {
 	t->next = NULL;
-	spin_lock(&v->rq_lock);
-	if (v->rq_tail)
-		v->rq_tail->next = t;
-	else
-		v->rq_head = t;
-	v->rq_tail = t;
 	rq_len_add(v, 1);
+	if (ppl_likely(t->prio == 0)) {
+		if (front) {
+			t->next = v->rq_head;
+			v->rq_head = t;
+			if (v->rq_tail == NULL)
+				v->rq_tail = t;
+		} else {
+			if (v->rq_tail)
+				v->rq_tail->next = t;
+			else
+				v->rq_head = t;
+			v->rq_tail = t;
+		}
+		return;
+	}
+	struct ult **pp = &v->rt_head;
+	while (*pp && ((*pp)->prio > t->prio || ((*pp)->prio == t->prio && !front)))
+		pp = &(*pp)->next;
+	t->next = *pp;
+	*pp = t;
+	rt_changed(v, 1);
+}
+
+static void rq_push(struct vproc *v, struct ult *t)
+{
+	spin_lock(&v->rq_lock);
+	rq_insert(v, t, false);
 	spin_unlock(&v->rq_lock);
+}
+
+/* The link to the first thread of the list at *pp that may run on `self`
+ * (a thread with a home VP stays there; self NULL: any), or NULL. */
+static struct ult **list_find(struct ult **pp, struct vproc *self)
+{
+	for (; *pp; pp = &(*pp)->next)
+		if (self == NULL || (*pp)->home == NULL || (*pp)->home == self)
+			return pp;
+	return NULL;
+}
+
+static struct ult *list_unlink(struct ult **pp)
+{
+	struct ult *t = *pp;
+	*pp = t->next;
+	t->next = NULL;
+	return t;
+}
+
+/* Take the best thread of v's queue that may run on self (NULL: the head)
+ * and has at least priority `min`.  Caller holds v->rq_lock. */
+static struct ult *rq_take_for(struct vproc *v, struct vproc *self, int min)
+{
+	struct ult **pp = v->rt_head ? list_find(&v->rt_head, self) : NULL;
+	if (pp) {
+		if ((*pp)->prio < min)
+			return NULL;
+		struct ult *t = list_unlink(pp);
+		rt_changed(v, -1);
+		rq_len_add(v, -1);
+		return t;
+	}
+	if (min > 0 || (pp = list_find(&v->rq_head, self)) == NULL)
+		return NULL;
+	struct ult *prev = pp == &v->rq_head ? NULL :
+			   (struct ult *)((char *)pp - offsetof(struct ult, next));
+	struct ult *t = list_unlink(pp);
+	if (v->rq_tail == t)
+		v->rq_tail = prev;
+	rq_len_add(v, -1);
+	return t;
 }
 
 static struct ult *rq_take(struct vproc *v)
 {
-	struct ult *t = v->rq_head;
-	if (t) {
-		v->rq_head = t->next;
-		if (v->rq_head == NULL)
-			v->rq_tail = NULL;
-		t->next = NULL;
-		rq_len_add(v, -1);
-	}
-	return t;
+	return rq_take_for(v, NULL, 0);
 }
 
 static struct ult *rq_pop(struct vproc *v)
@@ -102,24 +171,53 @@ static struct ult *rq_pop(struct vproc *v)
 
 static void wake_idle_vp(void);
 
-/* Take the first thread of v's queue that may run on `self` (a thread with
- * a home VP stays there).  Caller holds v->rq_lock. */
-static struct ult *rq_take_for(struct vproc *v, struct vproc *self)
+/* The VP whose queue holds the highest priority ready thread, if that
+ * beats v's own best and is at least min (NULL: none). */
+static struct vproc *best_rt_queue(struct vproc *v, int min)
 {
-	struct ult *prev = NULL;
-	for (struct ult *t = v->rq_head; t; prev = t, t = t->next) {
-		if (t->home && t->home != self)
+	struct vproc *best = NULL;
+	int top = atomic_load_explicit(&v->rq_top, memory_order_relaxed);
+	if (top < min)
+		top = min - 1;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		if (o == NULL || o == v || o->bound_to)
 			continue;
-		if (prev == NULL)
-			return rq_take(v);
-		prev->next = t->next;
-		if (v->rq_tail == t)
-			v->rq_tail = prev;
-		t->next = NULL;
-		rq_len_add(v, -1);
-		return t;
+		int p = atomic_load_explicit(&o->rq_top, memory_order_relaxed);
+		if (p > top) {
+			top = p;
+			best = o;
+		}
 	}
-	return NULL;
+	return best;
+}
+
+int sched_top_ready(struct vproc *v)
+{
+	int top = atomic_load_explicit(&v->rq_top, memory_order_relaxed);
+	if (ppl_unlikely(atomic_load_explicit(&ppl_rt.rt_ready, memory_order_relaxed) != 0)) {
+		struct vproc *o = best_rt_queue(v, 0);
+		if (o)
+			top = atomic_load_explicit(&o->rq_top, memory_order_relaxed);
+	}
+	if (top == 0 && atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0)
+		return -1;
+	return top;
+}
+
+static struct ult *steal_from(struct vproc *self, struct vproc *v, int min)
+{
+	if (!spin_try_lock(&v->rq_lock))
+		return NULL;
+	struct ult *t = rq_take_for(v, self, min);
+	spin_unlock(&v->rq_lock);
+	if (t) {
+		self->stats.steals++;
+		/* Work left behind: let another idle VP come for it. */
+		if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
+			wake_idle_vp();
+	}
+	return t;
 }
 
 static struct ult *steal(struct vproc *self)
@@ -131,19 +229,22 @@ static struct ult *steal(struct vproc *self)
 		if (v == NULL || v == self ||
 		    atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0)
 			continue;
-		if (!spin_try_lock(&v->rq_lock))
-			continue;
-		struct ult *t = rq_take_for(v, self);
-		spin_unlock(&v->rq_lock);
-		if (t) {
-			self->stats.steals++;
-			/* Work left behind: let another idle VP come for it. */
-			if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
-				wake_idle_vp();
+		struct ult *t = steal_from(self, v, 0);
+		if (t)
 			return t;
-		}
 	}
 	return NULL;
+}
+
+/* A real-time thread queued on another VP that beats this VP's own best
+ * (and is at least min): take it. */
+static struct ult *take_better_rt(struct vproc *v, int min)
+{
+	if (ppl_likely(atomic_load_explicit(&ppl_rt.rt_ready, memory_order_relaxed) == 0) ||
+	    v->bound_to || v->retired)
+		return NULL;
+	struct vproc *o = best_rt_queue(v, min);
+	return o ? steal_from(v, o, min) : NULL;
 }
 
 static struct ult *find_work(struct vproc *v)
@@ -155,7 +256,9 @@ static struct ult *find_work(struct vproc *v)
 		return rq_pop(v);
 	if (ppl_unlikely(v->retired))
 		return NULL;
-	struct ult *t = rq_pop(v);
+	struct ult *t = take_better_rt(v, 0);
+	if (t == NULL)
+		t = rq_pop(v);
 	return t ? t : steal(v);
 }
 
@@ -189,6 +292,30 @@ static struct vproc *push_target(struct ult *t)
 	return ppl_rt.vps[0];
 }
 
+/* A thread of priority `prio` > 0 is made ready: the VP it should go to
+ * in order to run now, as the kernel would run it, preempting the lowest
+ * priority running thread below it; NULL if a VP is idle (it will take the
+ * thread) or none runs anything lower. */
+static struct vproc *prio_victim(int prio)
+{
+	struct vproc *self = this_vp(), *victim = NULL;
+	int low = prio;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		if (o == NULL || o->bound_to || o->retired ||
+		    atomic_load_explicit(&o->in_syscall, memory_order_relaxed) != SYS_OUT)
+			continue;
+		int c = atomic_load_explicit(&o->cur_prio, memory_order_relaxed);
+		if (c < 0)
+			return NULL;
+		if (c < low || (c == low && o == self && victim)) {
+			low = c;
+			victim = o;
+		}
+	}
+	return victim;
+}
+
 void sched_push(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
@@ -199,11 +326,20 @@ void sched_push(struct ult *t)
 		int one = 1;
 		if (atomic_compare_exchange_strong(&home->sleeping, &one, 0))
 			vp_resume(&home->vp);
+		else if (ppl_unlikely(t->prio > atomic_load_explicit(&home->cur_prio, memory_order_relaxed)) &&
+			 !home->bound_to)
+			preempt_for_priority(home);
 		monitor_note_ready();
 		return;
 	}
-	struct vproc *target = push_target(t);
+	struct vproc *victim = ppl_unlikely(t->prio > 0) ? prio_victim(t->prio) : NULL;
+	struct vproc *target = victim ? victim : push_target(t);
 	rq_push(target, t);
+	if (victim) {
+		preempt_for_priority(victim);
+		monitor_note_ready();
+		return;
+	}
 	/* Work queued on a sleeping VP (a push from a bound VP or a foreign
 	 * thread) must not wait for a spinner that steals only one thread:
 	 * wake the owner of the queue itself. */
@@ -244,20 +380,25 @@ void sched_wake(struct ult *t)
 
 /* ---- switching ---------------------------------------------------------------- */
 
-/* Leave `self` (already saved-state-ready) for the next ready thread of this
- * VP, or for its idle loop; fn(arg) runs once self is saved. */
-static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
+/* v runs t now (NULL: its idle loop); cur_prio tells sched_push whom a
+ * higher priority thread should preempt. */
+static inline void set_current(struct vproc *v, struct ult *t)
 {
-	struct ult *next = find_work(v);
-	struct ctx *to;
+	v->current = t;
+	atomic_store_explicit(&v->cur_prio, t ? t->prio : -1, memory_order_relaxed);
+}
+
+/* Switch v from self to next (NULL: v's idle loop); fn(arg) runs once
+ * self is saved. */
+static void switch_to(struct vproc *v, struct ult *self, struct ult *next, ctx_fn fn, void *arg)
+{
+	struct ctx *to = &v->idle_ctx;
 	if (next) {
 		next->vp = v;
 		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
 		to = &next->ctx;
-	} else {
-		to = &v->idle_ctx;
 	}
-	v->current = next;
+	set_current(v, next);
 	count_switch(v, self, next);
 	if (tls_per_thread) {
 		if (next)
@@ -269,18 +410,36 @@ static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
 		/* Resumed: possibly on another VP. */
 		*errno_slot() = self->saved_errno;
 	}
-	/* The callers that resume (park, sleep) call sig_resumed once their
-	 * park is undone: a handler may park again. */
+}
+
+/* Leave `self` for the next ready thread of this VP, or for its idle loop.
+ * The callers that resume (park, sleep) call sig_resumed once their park
+ * is undone: a handler may park again. */
+static void switch_away(struct vproc *v, struct ult *self, ctx_fn fn, void *arg)
+{
+	switch_to(v, self, find_work(v), fn, arg);
 }
 
 /* The yielding thread is queued again: an idle VP may take it, or it would
  * wait behind a thread that never yields back (no preemption). */
-static void requeue_cb(void *arg)
+static void requeue(struct ult *t, bool front)
 {
-	struct ult *t = arg;
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
-	rq_push(t->home ? t->home : push_target(t), t);
+	struct vproc *v = t->home ? t->home : push_target(t);
+	spin_lock(&v->rq_lock);
+	rq_insert(v, t, front);
+	spin_unlock(&v->rq_lock);
 	wake_idle_vp();
+}
+
+static void requeue_cb(void *t)
+{
+	requeue(t, false);
+}
+
+static void requeue_front_cb(void *t)
+{
+	requeue(t, true);
 }
 
 static void unlock_cb(void *lock)
@@ -289,66 +448,70 @@ static void unlock_cb(void *lock)
 	wake_idle_vp();
 }
 
-void sched_yield_ult(void)
+bool sched_yield_min(int min, bool front)
 {
 	struct vproc *v = this_vp();
 	if (v == NULL) {
 		syscall(SYS_sched_yield);
-		return;
+		return true;
 	}
 	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
 		timer_run_expired(v);
 	struct ult *self = v->current;
-	struct ult *next;
-	if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0) {
-		/* Nothing here: take a thread from another VP, if any. */
-		if (v->bound_to || ppl_rt.nvps_total == 1 || (next = find_work(v)) == NULL)
-			return;
-		next->vp = v;
-		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
-		v->current = next;
-		count_switch(v, self, next);
-		if (tls_per_thread) {
-			vp_set_current_in(next->ctx.tls, &v->vp);
-			ctx_switch_call_tls(&self->ctx, &next->ctx, requeue_cb, self);
-		} else {
-			self->saved_errno = *errno_slot();
-			ctx_switch_call(&self->ctx, &next->ctx, requeue_cb, self);
-			*errno_slot() = self->saved_errno;
-		}
+	if (ppl_unlikely(self->home != NULL && self->home != v)) {
+		/* Its home moved (pthread_setaffinity_np): go there now. */
+		switch_away(v, self, requeue_cb, self);
 		sig_resumed(self);
-		return;
+		return true;
 	}
-	/* The common case, one lock round trip: swap self for the head of this
-	 * VP's queue.  Self is queued under the lock but invisible to thieves
-	 * until the lock is released, after the switch, by unlock_cb. */
-	spin_lock(&v->rq_lock);
-	next = rq_take(v);
-	if (next == NULL) {
-		spin_unlock(&v->rq_lock);
-		return;
+	struct ult *next = take_better_rt(v, min);
+	if (next == NULL && atomic_load_explicit(&v->rq_len, memory_order_relaxed) != 0) {
+		/* The common case, one lock round trip: swap self for the head
+		 * of this VP's queue.  Self is queued under the lock but
+		 * invisible to thieves until unlock_cb releases it, after the
+		 * switch. */
+		spin_lock(&v->rq_lock);
+		next = rq_take_for(v, NULL, min);
+		if (next == NULL) {
+			spin_unlock(&v->rq_lock);
+			return false;
+		}
+		atomic_store_explicit(&self->state, ULT_READY, memory_order_relaxed);
+		rq_insert(v, self, front);
+		switch_to(v, self, next, unlock_cb, &v->rq_lock);
+		sig_resumed(self);
+		return true;
 	}
-	atomic_store_explicit(&self->state, ULT_READY, memory_order_relaxed);
-	self->next = NULL;
-	if (v->rq_tail)
-		v->rq_tail->next = self;
-	else
-		v->rq_head = self;
-	v->rq_tail = self;
-	rq_len_add(v, 1);
-	next->vp = v;
-	atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);
-	v->current = next;
-	count_switch(v, self, next);
-	if (tls_per_thread) {
-		vp_set_current_in(next->ctx.tls, &v->vp);
-		ctx_switch_call_tls(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
-	} else {
-		self->saved_errno = *errno_slot();
-		ctx_switch_call(&self->ctx, &next->ctx, unlock_cb, &v->rq_lock);
-		*errno_slot() = self->saved_errno;
-	}
+	/* Nothing here: take a thread from another VP, if any. */
+	if (next == NULL &&
+	    (min > 0 || v->bound_to || ppl_rt.nvps_total == 1 || (next = find_work(v)) == NULL))
+		return false;
+	switch_to(v, self, next, front ? requeue_front_cb : requeue_cb, self);
 	sig_resumed(self);
+	return true;
+}
+
+void sched_yield_ult(void)
+{
+	struct vproc *v = this_vp();
+	sched_yield_min(v && v->current ? v->current->prio : 0, false);
+}
+
+void sched_yield_user(void)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL || !sched_yield_min(v->current->prio, false))
+		syscall(SYS_sched_yield);   /* as on NPTL: other processes may run */
+}
+
+void sched_prio_changed(void)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL || v->current == NULL)
+		return;
+	atomic_store_explicit(&v->cur_prio, v->current->prio, memory_order_relaxed);
+	if (sched_top_ready(v) > v->current->prio)
+		sched_yield_min(v->current->prio + 1, false);
 }
 
 /* ---- parking -------------------------------------------------------------------- */
@@ -626,7 +789,7 @@ static void run(struct vproc *v, struct ult *t)
 {
 	t->vp = v;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
-	v->current = t;
+	set_current(v, t);
 	count_switch(v, NULL, t);
 	if (tls_per_thread) {
 		vp_set_current_in(t->ctx.tls, &v->vp);
@@ -717,7 +880,7 @@ void sched_vp_main(struct vp *vp)
 		v->idle_ctx.tls = ctx_tls_self();
 	preempt_vp_start(v);
 	for (;;) {
-		v->current = NULL;
+		set_current(v, NULL);
 		int64_t left = run_timers(v);
 		struct ult *t = find_work(v);
 		if (t == NULL && atomic_load(&v->retired) && v->bound_to == NULL) {

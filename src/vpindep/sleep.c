@@ -11,7 +11,7 @@
 
 int ppl_sched_yield(void)
 {
-	sched_yield_ult();
+	sched_yield_user();
 	cancel_async_check();
 	return 0;
 }

@@ -47,6 +47,9 @@ static struct ult *tcb_get(void)
 	t->foreign = t->is_main = t->bound = false;
 	t->vp = NULL;
 	t->home = NULL;
+	t->sched_policy = SCHED_OTHER;   /* a foreign thread's until it says otherwise */
+	t->sched_param.sched_priority = 0;
+	t->prio = 0;
 	t->saved_errno = 0;
 	t->cpu_ns = t->cpu_since = 0;
 	t->cpu_clock = 0;
@@ -80,6 +83,8 @@ static struct ult *tcb_get(void)
 static void tcb_put(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_FREE, memory_order_release);
+	free(t->cpuset);
+	t->cpuset = NULL;
 	spin_lock(&cache_lock);
 	if (ncache < TCB_CACHE_MAX || t->stack.lo == NULL) {
 		t->cache_next = cache;
@@ -235,6 +240,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		t->sched_policy = at.policy;
 		t->sched_param = at.param;
 	}
+	t->prio = sched_prio_of(t->sched_policy, &t->sched_param);
 	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
@@ -307,7 +313,7 @@ _Noreturn void ult_finish(struct ult *self)
 
 /* ---- join and detach ------------------------------------------------------------------ */
 
-static bool stale(struct ult *t)
+bool ult_stale(struct ult *t)
 {
 	return t == NULL || atomic_load_explicit(&t->state, memory_order_acquire) == ULT_FREE;
 }
@@ -316,7 +322,7 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 	     bool try_only)
 {
 	struct ult *self = ult_self();
-	if (stale(t))
+	if (ult_stale(t))
 		return ESRCH;
 	if (t == self)
 		return EDEADLK;
@@ -396,7 +402,7 @@ int ppl_pthread_clockjoin_np(pthread_t t, void **res, clockid_t c, const struct 
 int ppl_pthread_detach(pthread_t th)
 {
 	struct ult *t = (struct ult *)th;
-	if (stale(t))
+	if (ult_stale(t))
 		return ESRCH;
 	spin_lock(&t->lock);
 	if (t->detached || t->joined) {
@@ -425,7 +431,7 @@ int ppl_pthread_equal(pthread_t a, pthread_t b)
 
 int ppl_pthread_yield(void)
 {
-	sched_yield_ult();
+	sched_yield_user();
 	cancel_async_check();
 	return 0;
 }
@@ -433,7 +439,7 @@ int ppl_pthread_yield(void)
 int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
 {
 	struct ult *t = (struct ult *)th;
-	if (stale(t))
+	if (ult_stale(t))
 		return ESRCH;
 	struct thread_attrs at = {
 		.stacksize = t->stack.size,
@@ -458,7 +464,7 @@ int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
 int ppl_pthread_setname_np(pthread_t th, const char *name)
 {
 	struct ult *t = (struct ult *)th;
-	if (stale(t))
+	if (ult_stale(t))
 		return ESRCH;
 	size_t n = strlen(name);
 	if (n >= sizeof t->name)
@@ -470,7 +476,7 @@ int ppl_pthread_setname_np(pthread_t th, const char *name)
 int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
 {
 	struct ult *t = (struct ult *)th;
-	if (stale(t))
+	if (ult_stale(t))
 		return ESRCH;
 	if (len < sizeof t->name)
 		return ERANGE;
@@ -493,53 +499,3 @@ int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
 	return 0;
 }
 
-/* ---- scheduling parameters (kept per thread; the user-level scheduler is FIFO) -- */
-
-static int check_sched(int policy, const struct sched_param *p)
-{
-	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
-	    policy != SCHED_BATCH && policy != SCHED_IDLE)
-		return EINVAL;
-	int lo = sched_get_priority_min(policy), hi = sched_get_priority_max(policy);
-	if (p->sched_priority < lo || p->sched_priority > hi)
-		return EINVAL;
-	if ((policy == SCHED_FIFO || policy == SCHED_RR) && geteuid() != 0)
-		return EPERM;
-	return 0;
-}
-
-int ppl_pthread_setschedparam(pthread_t th, int policy, const struct sched_param *p)
-{
-	struct ult *t = (struct ult *)th;
-	if (stale(t))
-		return ESRCH;
-	int err = check_sched(policy, p);
-	if (err)
-		return err;
-	t->sched_policy = policy;
-	t->sched_param = *p;
-	return 0;
-}
-
-int ppl_pthread_getschedparam(pthread_t th, int *policy, struct sched_param *p)
-{
-	struct ult *t = (struct ult *)th;
-	if (stale(t))
-		return ESRCH;
-	*policy = t->sched_policy;
-	*p = t->sched_param;
-	return 0;
-}
-
-int ppl_pthread_setschedprio(pthread_t th, int prio)
-{
-	struct ult *t = (struct ult *)th;
-	if (stale(t))
-		return ESRCH;
-	struct sched_param p = { .sched_priority = prio };
-	int err = check_sched(t->sched_policy, &p);
-	if (err)
-		return err;
-	t->sched_param = p;
-	return 0;
-}

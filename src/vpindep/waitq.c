@@ -1,4 +1,4 @@
-/* Intrusive FIFO of parked threads.
+/* Intrusive queue of parked threads, FIFO within a priority.
  * Invariants: the owner's spin lock is held for every call; t->wait_q == q
  * exactly while t is on q (so a timed-out waiter and its waker agree, under
  * that lock, on who removes it).
@@ -8,15 +8,24 @@
  *    never goes to one and a queue of them reads as empty. */
 #include "pthread_impl.h"
 
+/* FIFO within a priority, higher priorities first: POSIX wakes the
+ * highest priority waiter of a mutex, cond or semaphore.  Priority 0 (the
+ * usual case) stops at the tail at once. */
 void waitq_push(struct waitq *q, struct ult *t)
 {
-	t->next = NULL;
-	t->prev = q->tail;
-	if (q->tail)
-		q->tail->next = t;
+	struct ult *after = q->tail;
+	while (after && after->prio < t->prio)
+		after = after->prev;
+	t->prev = after;
+	t->next = after ? after->next : q->head;
+	if (t->next)
+		t->next->prev = t;
+	else
+		q->tail = t;
+	if (after)
+		after->next = t;
 	else
 		q->head = t;
-	q->tail = t;
 	t->wait_q = q;
 }
 

@@ -10,7 +10,7 @@
 #include "tp_util.h"
 
 static _Atomic clockid_t sleeper_clock;
-static atomic_int sleeper_ready;
+static atomic_int sleeper_ready, sleeper_done;
 
 static long long ns(clockid_t c)
 {
@@ -25,9 +25,13 @@ static void *sleeper(void *arg)
 	CHECK_OK(pthread_getcpuclockid(pthread_self(), &c));
 	atomic_store(&sleeper_clock, c);
 	atomic_store(&sleeper_ready, 1);
-	struct timespec d = {0, 300000000};
-	while (nanosleep(&d, &d) != 0)
-		CHECK(errno == EINTR);
+	/* Asleep until main has read its clock for the last time: its clock
+	 * ends with it, and a loaded machine may stretch the spinner's 50 ms. */
+	while (!atomic_load(&sleeper_done)) {
+		struct timespec d = {0, 20000000};
+		while (nanosleep(&d, &d) != 0)
+			CHECK(errno == EINTR);
+	}
 	return NULL;
 }
 
@@ -59,6 +63,7 @@ int main(void)
 	CHECK(slept >= 0 && slept < 20000000);
 	struct timespec res;
 	CHECK(clock_getres(sc, &res) == 0 && res.tv_sec == 0 && res.tv_nsec > 0);
+	atomic_store(&sleeper_done, 1);
 	CHECK_OK(pthread_join(s, NULL));
 
 	clockid_t mine;

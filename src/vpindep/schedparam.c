@@ -1,0 +1,253 @@
+/* Scheduling parameters of user threads: policy and priority
+ * (pthread_setschedparam & co., and the C library's sched_setscheduler
+ * family for the calling thread), and CPU affinity.
+ *
+ * Invariants
+ *  - A thread's priority (struct ult's prio) is its sched_priority under
+ *    SCHED_FIFO and SCHED_RR, 0 under the other policies; the scheduler
+ *    orders run queues and wait queues by it (sched.c, waitq.c).  A change
+ *    applies at the thread's next queueing; the caller's own change gives
+ *    way at once to a ready thread that now outranks it.
+ *  - The kernel sees VPs, not user threads: a user thread's policy is
+ *    libppl's alone, except where the thread has a kernel thread to itself
+ *    (before the first pthread_create, a SCOPE_SYSTEM thread, a thread
+ *    libppl did not create), which gets it too.  VPs created later inherit
+ *    what the initial kernel thread had, as threads do on NPTL.
+ *  - Affinity: a user thread whose set leaves out some of the process's
+ *    CPUs is kept on one VP, the one of the first CPU of its set (the i-th
+ *    allowed CPU maps to VP i mod the VP count).  Threads pinned to one CPU
+ *    thus run one at a time, in turn, as on that CPU.  Permission checks
+ *    follow the kernel's: EPERM for real-time policies without root,
+ *    EINVAL for a set with none of the process's CPUs. */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+static int check_sched(int policy, const struct sched_param *p)
+{
+	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
+	    policy != SCHED_BATCH && policy != SCHED_IDLE)
+		return EINVAL;
+	int lo = sched_get_priority_min(policy), hi = sched_get_priority_max(policy);
+	if (p->sched_priority < lo || p->sched_priority > hi)
+		return EINVAL;
+	if ((policy == SCHED_FIFO || policy == SCHED_RR) && geteuid() != 0)
+		return EPERM;
+	return 0;
+}
+
+/* The kernel thread t has to itself, or 0 (an unbound user thread once
+ * the VPs run: it shares its VP's). */
+static int own_kthread(struct ult *t)
+{
+	if (t->bound && t->home)
+		return atomic_load_explicit(&t->home->vp.tid, memory_order_acquire);
+	if (t->foreign)
+		return t->ktid;
+	return 0;
+}
+
+static int set_params(struct ult *t, int policy, const struct sched_param *p)
+{
+	int err = check_sched(policy, p);
+	if (err)
+		return err;
+	int tid = own_kthread(t);
+	if (tid && syscall(SYS_sched_setscheduler, tid, policy, p) != 0)
+		return errno;
+	t->sched_policy = policy;
+	t->sched_param = *p;
+	t->prio = sched_prio_of(policy, p);
+	if (t == ult_self())
+		sched_prio_changed();
+	return 0;
+}
+
+int ppl_pthread_setschedparam(pthread_t th, int policy, const struct sched_param *p)
+{
+	struct ult *t = (struct ult *)th;
+	if (ult_stale(t))
+		return ESRCH;
+	return set_params(t, policy, p);
+}
+
+int ppl_pthread_getschedparam(pthread_t th, int *policy, struct sched_param *p)
+{
+	struct ult *t = (struct ult *)th;
+	if (ult_stale(t))
+		return ESRCH;
+	*policy = t->sched_policy;
+	*p = t->sched_param;
+	return 0;
+}
+
+int ppl_pthread_setschedprio(pthread_t th, int prio)
+{
+	struct ult *t = (struct ult *)th;
+	if (ult_stale(t))
+		return ESRCH;
+	struct sched_param p = { .sched_priority = prio };
+	return set_params(t, t->sched_policy, &p);
+}
+
+/* ---- the C library's calls on a process id ---------------------------------------
+ * pid 0 is the calling thread and the process id the initial one, as on
+ * NPTL; any other id is a kernel thread or process: the kernel's. */
+
+static struct ult *thread_of(pid_t pid)
+{
+	if (pid == 0)
+		return ult_self();
+	if (pid == getpid())
+		return &ppl_rt.main_ult;
+	return NULL;
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+int ppl_sched_setscheduler(pid_t pid, int policy, const struct sched_param *p)
+{
+	struct ult *t = thread_of(pid);
+	if (t == NULL)
+		return (int)syscall(SYS_sched_setscheduler, pid, policy, p);
+	if (p == NULL || pid < 0)
+		return fail(EINVAL);
+	/* SCHED_RESET_ON_FORK has no meaning for a user thread: the kernel's. */
+	int err = set_params(t, policy & ~SCHED_RESET_ON_FORK, p);
+	return err ? fail(err) : 0;
+}
+
+int ppl_sched_setparam(pid_t pid, const struct sched_param *p)
+{
+	struct ult *t = thread_of(pid);
+	if (t == NULL)
+		return (int)syscall(SYS_sched_setparam, pid, p);
+	if (p == NULL)
+		return fail(EINVAL);
+	int err = set_params(t, t->sched_policy, p);
+	return err ? fail(err) : 0;
+}
+
+int ppl_sched_getscheduler(pid_t pid)
+{
+	struct ult *t = thread_of(pid);
+	if (t == NULL)
+		return (int)syscall(SYS_sched_getscheduler, pid);
+	return t->sched_policy;
+}
+
+int ppl_sched_getparam(pid_t pid, struct sched_param *p)
+{
+	struct ult *t = thread_of(pid);
+	if (t == NULL)
+		return (int)syscall(SYS_sched_getparam, pid, p);
+	if (p == NULL)
+		return fail(EINVAL);
+	*p = t->sched_param;
+	return 0;
+}
+
+/* The initial thread starts with what its kernel thread has (a program
+ * started under chrt, say). */
+void sched_params_init(struct ult *m)
+{
+	long policy = syscall(SYS_sched_getscheduler, 0);
+	struct sched_param p = { 0 };
+	if (policy < 0 || syscall(SYS_sched_getparam, 0, &p) != 0)
+		policy = SCHED_OTHER, p.sched_priority = 0;
+	m->sched_policy = (int)policy & ~SCHED_RESET_ON_FORK;
+	m->sched_param = p;
+	m->prio = sched_prio_of(m->sched_policy, &p);
+}
+
+/* ---- affinity ------------------------------------------------------------------------ */
+
+/* The VP a thread with this set keeps to, or NULL (any VP): see the top. */
+static struct vproc *vp_for_set(size_t n, const cpu_set_t *set, int *err)
+{
+	cpu_set_t allowed;
+	if (syscall(SYS_sched_getaffinity, 0, sizeof allowed, &allowed) < 0) {
+		*err = errno;
+		return NULL;
+	}
+	int index = 0, first = -1;
+	bool all = true;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &allowed))
+			continue;
+		bool in = (size_t)c < n * 8 && CPU_ISSET_S(c, n, set);
+		if (in && first < 0)
+			first = index;
+		all = all && in;
+		index++;
+	}
+	*err = first < 0 ? EINVAL : 0;
+	int nvps = ppl_rt.nvps;
+	if (first < 0 || all || nvps <= 1)
+		return NULL;
+	return ppl_rt.vps[first % nvps];
+}
+
+int ppl_pthread_setaffinity_np(pthread_t th, size_t n, const cpu_set_t *set)
+{
+	struct ult *t = (struct ult *)th;
+	if (ult_stale(t))
+		return ESRCH;
+	int err;
+	struct vproc *vp = vp_for_set(n, set, &err);
+	if (err)
+		return err;
+	int tid = own_kthread(t);
+	if (tid && syscall(SYS_sched_setaffinity, tid, n, set) != 0)
+		return errno;
+	void *copy = malloc(n);
+	if (copy == NULL)
+		return ENOMEM;
+	memcpy(copy, set, n);
+	free(t->cpuset);
+	t->cpuset = copy;
+	t->cpusetsize = n;
+	/* A bound thread has its VP, and the main thread with TLS shared per
+	 * VP stays on VP 0 (tls.md): their kernel threads took the set. */
+	if (tid || (t->is_main && !tls_per_thread))
+		return 0;
+	t->home = vp;
+	if (t == ult_self() && vp != NULL && vp != t->vp)
+		sched_yield_ult();   /* moves there now */
+	return 0;
+}
+
+int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
+{
+	struct ult *t = (struct ult *)th;
+	if (ult_stale(t))
+		return ESRCH;
+	int tid = own_kthread(t);
+	if (tid || t->cpuset == NULL) {
+		/* The kernel's word: the thread's own, or the process's. */
+		long r = syscall(SYS_sched_getaffinity, tid, n, set);
+		if (r < 0)
+			return errno;
+		memset((char *)set + r, 0, n - (size_t)r);
+		return 0;
+	}
+	if (n < t->cpusetsize) {
+		/* As the kernel: too small only if it would lose a CPU. */
+		for (size_t c = n * 8; c < t->cpusetsize * 8; c++)
+			if (CPU_ISSET_S(c, t->cpusetsize, (cpu_set_t *)t->cpuset))
+				return EINVAL;
+		memcpy(set, t->cpuset, n);
+		return 0;
+	}
+	memcpy(set, t->cpuset, t->cpusetsize);
+	memset((char *)set + t->cpusetsize, 0, n - t->cpusetsize);
+	return 0;
+}
