@@ -21,7 +21,11 @@
  *  - Every wait re-acquires the mutex before returning, ETIMEDOUT included.
  *  - Process-shared: a sequence word bumped by each signal, waited on with
  *    a shared kernel futex; the waiter reads it before releasing the mutex.
- *    nwaiters lets signal skip the system call. */
+ *    nwaiters lets signal skip the system call.
+ *  - Private, but in memory another process shares (undefined behaviour):
+ *    q_stamp names the process whose threads are on q (each push stamps
+ *    it, under c->lock); another process never follows q's links
+ *    (q_ours), which are TCB pointers of the stamping process. */
 #include <string.h>
 
 #include "parklot.h"
@@ -40,7 +44,9 @@ struct cond {
 				       * released, out by whoever pops them (or by themselves
 				       * on time-out); pshared: threads between reading seq and
 				       * leaving */
-	uint64_t unused[2];
+	uint64_t q_stamp;             /* private: proc_stamp() of the last push, so of the
+				       * process whose threads are on q */
+	uint64_t unused;
 };
 
 _Static_assert(sizeof(struct cond) == sizeof(pthread_cond_t), "cond overlay size");
@@ -56,6 +62,34 @@ _Static_assert(_Alignof(struct condattr) <= _Alignof(pthread_condattr_t), "conda
 static inline struct cond *C(pthread_cond_t *c)
 {
 	return (struct cond *)c;
+}
+
+/* Under c->lock: may this process follow the links of c->q?  Not if
+ * another process sharing the memory has its threads there (a private
+ * cond used across processes, undefined behaviour): their TCB pointers
+ * belong to its address space.  Such a cond reads as having no waiters of
+ * ours, so a signal from here reaches none of them, as a private futex
+ * wake-up on NPTL does not cross processes. */
+static inline bool q_ours(struct cond *c)
+{
+	return c->q.head == NULL || proc_relation(c->q_stamp) != PROC_FOREIGN;
+}
+
+/* A wait on a private cond whose queue holds another process's threads:
+ * this thread cannot join them, so it returns at once as a spurious
+ * wake-up (after giving the mutex up for a moment), or ETIMEDOUT once the
+ * deadline has passed. */
+static int wait_foreign(pthread_mutex_t *m, const struct timespec *abstime, clockid_t clk)
+{
+	int err = ppl_pthread_mutex_unlock(m);
+	if (err != 0)
+		return err;
+	(void)ppl_sched_yield();
+	err = ppl_pthread_mutex_lock(m);
+	if (err == 0 && abstime &&
+	    clock_now_ns(CLOCK_MONOTONIC) >= deadline_mono_ns(abstime, clk))
+		err = ETIMEDOUT;
+	return err;
 }
 
 static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespec *abstime,
@@ -89,6 +123,10 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 		return wait_pshared(c, m, abstime, clk);
 	struct ult *self = ult_self();
 	spin_lock(&c->lock);
+	if (ppl_unlikely(!q_ours(c))) {
+		spin_unlock(&c->lock);
+		return wait_foreign(m, abstime, clk);
+	}
 	/* Counted in before the mutex is released (its release orders it). */
 	atomic_fetch_add_explicit(&c->nwaiters, 1, memory_order_relaxed);
 	int err = ppl_pthread_mutex_unlock(m);
@@ -98,6 +136,7 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 		return err;
 	}
 	waitq_push(&c->q, self);
+	c->q_stamp = proc_stamp();
 	err = sched_park_flags(&c->lock, &c->q, abstime, clk, PARK_CP | PARK_INTR);
 	/* Not popped (timed out, cancelled, signalled): the waker did not
 	 * count us out. */
@@ -153,7 +192,7 @@ int ppl_pthread_cond_signal(pthread_cond_t *pc)
 	if (atomic_load_explicit(&c->nwaiters, memory_order_relaxed) == 0)
 		return 0;
 	spin_lock(&c->lock);
-	struct ult *t = waitq_pop(&c->q);
+	struct ult *t = q_ours(c) ? waitq_pop(&c->q) : NULL;
 	if (t)
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
 	spin_unlock(&c->lock);
@@ -179,10 +218,12 @@ int ppl_pthread_cond_broadcast(pthread_cond_t *pc)
 	uint32_t n = 0;
 	spin_lock(&c->lock);
 	/* Popped threads stay BLOCKED until sched_wake: their link is ours. */
-	while ((t = waitq_pop(&c->q)) != NULL) {
-		t->next = chain;
-		chain = t;
-		n++;
+	if (q_ours(c)) {
+		while ((t = waitq_pop(&c->q)) != NULL) {
+			t->next = chain;
+			chain = t;
+			n++;
+		}
 	}
 	atomic_fetch_sub_explicit(&c->nwaiters, n, memory_order_relaxed);
 	spin_unlock(&c->lock);
@@ -224,7 +265,7 @@ int ppl_pthread_cond_destroy(pthread_cond_t *pc)
 		return 0;
 	}
 	spin_lock(&c->lock);
-	bool busy = !waitq_empty(&c->q);
+	bool busy = !q_ours(c) || !waitq_empty(&c->q);
 	spin_unlock(&c->lock);
 	return busy ? EBUSY : 0;
 }

@@ -24,6 +24,9 @@
  *  - prepare, parent and child run on the forking thread, which does not
  *    park in between (glibc's fork takes only its own locks), so `held`
  *    needs no lock: a second forker waits in prepare for ppl_rt.lock. */
+#include <string.h>
+#include <unistd.h>
+
 #include "parklot.h"
 #include "pthread_impl.h"
 
@@ -32,6 +35,59 @@ extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (
 extern void *__dso_handle;
 
 static bool held;   /* prepare took the locks: the runtime had started */
+
+/* ---- process identity (proc_stamp, pthread_impl.h) ----
+ * self_pid is 0 until the first stamp; nforks counts the forks this process
+ * has made, bumped in the parent after the system call, so every waiter in
+ * the child's copy of the memory carries a count no higher than the one the
+ * child records for its parent.  The lineage keeps the nearest ancestors;
+ * a waiter of an older one reads as foreign (its queue is left alone). */
+#define LINEAGE 8
+static _Atomic int32_t self_pid;
+static _Atomic uint32_t nforks;
+static struct {
+	int32_t pid;
+	uint32_t nforks;   /* the ancestor's count when it made our line */
+} lineage[LINEAGE];
+static unsigned nlineage;
+
+uint64_t proc_stamp(void)
+{
+	int32_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+	if (ppl_unlikely(pid == 0)) {
+		pid = (int32_t)getpid();
+		atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
+	}
+	return (uint64_t)(uint32_t)pid << 32 | atomic_load_explicit(&nforks, memory_order_relaxed);
+}
+
+enum proc_rel proc_relation(uint64_t stamp)
+{
+	int32_t pid = (int32_t)(stamp >> 32);
+	uint32_t n = (uint32_t)stamp;
+	if (pid == (int32_t)(proc_stamp() >> 32))
+		return PROC_SELF;
+	for (unsigned i = 0; i < nlineage; i++)
+		if (lineage[i].pid == pid)
+			return n <= lineage[i].nforks ? PROC_COPY : PROC_FOREIGN;
+	return PROC_FOREIGN;
+}
+
+static void proc_fork_child(void)
+{
+	int32_t parent = atomic_load_explicit(&self_pid, memory_order_relaxed);
+	if (parent != 0) {   /* 0: the parent never stamped a queue */
+		if (nlineage == LINEAGE) {
+			memmove(&lineage[0], &lineage[1], sizeof lineage[0] * (LINEAGE - 1));
+			nlineage--;
+		}
+		lineage[nlineage].pid = parent;
+		lineage[nlineage].nforks = atomic_load_explicit(&nforks, memory_order_relaxed);
+		nlineage++;
+	}
+	atomic_store_explicit(&self_pid, 0, memory_order_relaxed);
+	atomic_store_explicit(&nforks, 0, memory_order_relaxed);
+}
 
 static void fork_prepare(void)
 {
@@ -54,12 +110,14 @@ static void release(enum fork_phase ph)
 
 static void fork_parent(void)
 {
+	atomic_fetch_add_explicit(&nforks, 1, memory_order_relaxed);
 	if (held)
 		release(FORK_PARENT);
 }
 
 static void fork_child(void)
 {
+	proc_fork_child();
 	if (!held)
 		return;
 	release(FORK_CHILD);

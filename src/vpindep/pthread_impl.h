@@ -549,6 +549,18 @@ void tls_atfork(enum fork_phase ph);         /* tls_glibc.c: the block list */
  * the only thread, on the only VP; the other VPs restart lazily. */
 void ppl_runtime_fork_child(void);
 
+/* Which process's threads a queue in user memory holds (fork.c).  A
+ * private object placed in memory that another process shares (undefined
+ * behaviour, but the Open POSIX suite does it) may have that process's
+ * threads on its queue: their TCB pointers mean nothing here.  A stamp is
+ * the pushing process's pid and how many forks it had made by then, so a
+ * forked child can tell its ancestors' waiters that came with its copy of
+ * the memory (PROC_COPY: readable, waitq_prune drops them) from ones they
+ * pushed later into memory it shares with them (PROC_FOREIGN). */
+enum proc_rel { PROC_SELF, PROC_COPY, PROC_FOREIGN };
+uint64_t proc_stamp(void);
+enum proc_rel proc_relation(uint64_t stamp);
+
 /* Convert a CLOCK_REALTIME/MONOTONIC absolute time to a monotonic ns deadline. */
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk);
 
