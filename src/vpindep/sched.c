@@ -78,7 +78,7 @@ static void rt_changed(struct vproc *v, int d)
 /* Queue t on v (caller holds v->rq_lock): at the back of its priority, or
  * at the front (a thread preempted by a higher priority, as POSIX has it
  * for SCHED_FIFO). */
-static void rq_insert(struct vproc *v, struct ult *t, bool front)
+static inline void rq_insert(struct vproc *v, struct ult *t, bool front)
 {
 	t->next = NULL;
 	rq_len_add(v, 1);
@@ -154,9 +154,19 @@ static struct ult *rq_take_for(struct vproc *v, struct vproc *self, int min)
 	return t;
 }
 
-static struct ult *rq_take(struct vproc *v)
+/* The head of v's queue (caller holds v->rq_lock); the usual case, no
+ * real-time thread queued, without rq_take_for's search. */
+static inline struct ult *rq_take(struct vproc *v)
 {
-	return rq_take_for(v, NULL, 0);
+	struct ult *t = v->rq_head;
+	if (ppl_unlikely(v->rt_head != NULL) || t == NULL)
+		return rq_take_for(v, NULL, 0);
+	v->rq_head = t->next;
+	if (v->rq_head == NULL)
+		v->rq_tail = NULL;
+	t->next = NULL;
+	rq_len_add(v, -1);
+	return t;
 }
 
 static struct ult *rq_pop(struct vproc *v)
@@ -238,13 +248,19 @@ static struct ult *steal(struct vproc *self)
 
 /* A real-time thread queued on another VP that beats this VP's own best
  * (and is at least min): take it. */
-static struct ult *take_better_rt(struct vproc *v, int min)
+static struct ult *take_better_rt_slow(struct vproc *v, int min)
 {
-	if (ppl_likely(atomic_load_explicit(&ppl_rt.rt_ready, memory_order_relaxed) == 0) ||
-	    v->bound_to || v->retired)
+	if (v->bound_to || v->retired)
 		return NULL;
 	struct vproc *o = best_rt_queue(v, min);
 	return o ? steal_from(v, o, min) : NULL;
+}
+
+static inline struct ult *take_better_rt(struct vproc *v, int min)
+{
+	if (ppl_likely(atomic_load_explicit(&ppl_rt.rt_ready, memory_order_relaxed) == 0))
+		return NULL;
+	return take_better_rt_slow(v, min);
 }
 
 static struct ult *find_work(struct vproc *v)
@@ -390,7 +406,8 @@ static inline void set_current(struct vproc *v, struct ult *t)
 
 /* Switch v from self to next (NULL: v's idle loop); fn(arg) runs once
  * self is saved. */
-static void switch_to(struct vproc *v, struct ult *self, struct ult *next, ctx_fn fn, void *arg)
+static inline __attribute__((always_inline)) void switch_to(struct vproc *v, struct ult *self,
+							    struct ult *next, ctx_fn fn, void *arg)
 {
 	struct ctx *to = &v->idle_ctx;
 	if (next) {
@@ -448,13 +465,9 @@ static void unlock_cb(void *lock)
 	wake_idle_vp();
 }
 
-bool sched_yield_min(int min, bool front)
+/* v: the caller's VP, not NULL. */
+static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int min, bool front)
 {
-	struct vproc *v = this_vp();
-	if (v == NULL) {
-		syscall(SYS_sched_yield);
-		return true;
-	}
 	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
 		timer_run_expired(v);
 	struct ult *self = v->current;
@@ -471,7 +484,7 @@ bool sched_yield_min(int min, bool front)
 		 * invisible to thieves until unlock_cb releases it, after the
 		 * switch. */
 		spin_lock(&v->rq_lock);
-		next = rq_take_for(v, NULL, min);
+		next = min == 0 ? rq_take(v) : rq_take_for(v, NULL, min);
 		if (next == NULL) {
 			spin_unlock(&v->rq_lock);
 			return false;
@@ -491,16 +504,29 @@ bool sched_yield_min(int min, bool front)
 	return true;
 }
 
+bool sched_yield_min(int min, bool front)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL) {
+		syscall(SYS_sched_yield);
+		return true;
+	}
+	return yield_min(v, min, front);
+}
+
 void sched_yield_ult(void)
 {
 	struct vproc *v = this_vp();
-	sched_yield_min(v && v->current ? v->current->prio : 0, false);
+	if (v == NULL)
+		syscall(SYS_sched_yield);
+	else
+		yield_min(v, v->current->prio, false);
 }
 
 void sched_yield_user(void)
 {
 	struct vproc *v = this_vp();
-	if (v == NULL || !sched_yield_min(v->current->prio, false))
+	if (v == NULL || !yield_min(v, v->current->prio, false))
 		syscall(SYS_sched_yield);   /* as on NPTL: other processes may run */
 }
 
