@@ -278,6 +278,7 @@ int ppl_bind_new_vp(struct ult *t)
 	v = vproc_new(atomic_fetch_add(&bound_ids, 1));
 	if (v == NULL)
 		return EAGAIN;
+	v->dedicated = true;
 	v->bound_to = t;
 	t->vp = v;
 	t->home = v;
@@ -364,6 +365,7 @@ void ppl_runtime_fork_child(void)
 	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->retired, false, memory_order_relaxed);
 	v->bound_to = NULL;
+	v->dedicated = false;
 	v->spare_next = NULL;
 	v->current = self;
 	atomic_store_explicit(&v->cur_prio, self->prio, memory_order_relaxed);

@@ -217,6 +217,9 @@ struct vproc {
 	struct stack idle_stack;   /* VP 0 only: the others use their kernel stack */
 	_Atomic int sleeping;      /* 1 while suspended in the idle loop */
 	struct ult *bound_to;      /* PTHREAD_SCOPE_SYSTEM thread owning this VP */
+	bool dedicated;            /* made for SCOPE_SYSTEM threads: runs none other,
+				    * even between two of them (set before the VP
+				    * starts, never cleared but by fork) */
 	struct vproc *spare_next;  /* link in ppl_rt.spare_bound */
 	_Atomic bool retired;      /* set aside: by pthread_setconcurrency, or a spare bound VP */
 

@@ -191,7 +191,7 @@ static struct vproc *best_rt_queue(struct vproc *v, int min)
 		top = min - 1;
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *o = ppl_rt.vps[i];
-		if (o == NULL || o == v || o->bound_to)
+		if (o == NULL || o == v || o->dedicated)
 			continue;
 		int p = atomic_load_explicit(&o->rq_top, memory_order_relaxed);
 		if (p > top) {
@@ -250,7 +250,7 @@ static struct ult *steal(struct vproc *self)
  * (and is at least min): take it. */
 static struct ult *take_better_rt_slow(struct vproc *v, int min)
 {
-	if (v->bound_to || v->retired)
+	if (v->dedicated || v->retired)
 		return NULL;
 	struct vproc *o = best_rt_queue(v, min);
 	return o ? steal_from(v, o, min) : NULL;
@@ -268,7 +268,11 @@ static struct ult *find_work(struct vproc *v)
 	/* Back from a blocking call the monitor noticed: take the VP back. */
 	if (ppl_unlikely(atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL))
 		monitor_reclaim(v);
-	if (ppl_unlikely(v->bound_to != NULL))
+	/* A VP of SCOPE_SYSTEM threads has only its own thread on its queue
+	 * (push_target never picks it) and steals nothing.  Not bound_to,
+	 * which is NULL between two of its threads, while ppl_bind_new_vp may
+	 * be clearing `retired`: reading both, it would steal. */
+	if (ppl_unlikely(v->dedicated))
 		return rq_pop(v);
 	if (ppl_unlikely(v->retired))
 		return NULL;
@@ -297,13 +301,20 @@ static void wake_idle_vp(void)
 	}
 }
 
+/* Where a thread made ready goes: the waker's VP, else the VP it last ran
+ * on, else VP 0; never a VP of SCOPE_SYSTEM threads (`dedicated`), not even
+ * between two of its threads.  ppl_bind_new_vp sets bound_to and clears
+ * retired on another VP as we read them, so a spare could look shared to a
+ * signal handler in its idle loop (sem_post); the thread queued there then
+ * ran in place of the new bound thread and blocked the kernel thread in
+ * sem_wait, as only a bound thread may (Open POSIX pthread_join/6-3). */
 static struct vproc *push_target(struct ult *t)
 {
 	struct vproc *v = this_vp();
-	if (v && !v->bound_to && !v->retired)
+	if (v && !v->dedicated && !v->retired)
 		return v;
 	v = t->vp;
-	if (v && !v->bound_to && !v->retired)
+	if (v && !v->dedicated && !v->retired)
 		return v;
 	return ppl_rt.vps[0];
 }
@@ -318,7 +329,7 @@ static struct vproc *prio_victim(int prio)
 	int low = prio;
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *o = ppl_rt.vps[i];
-		if (o == NULL || o->bound_to || o->retired ||
+		if (o == NULL || o->dedicated || o->retired ||
 		    atomic_load_explicit(&o->in_syscall, memory_order_relaxed) != SYS_OUT)
 			continue;
 		int c = atomic_load_explicit(&o->cur_prio, memory_order_relaxed);
@@ -343,7 +354,7 @@ void sched_push(struct ult *t)
 		if (atomic_compare_exchange_strong(&home->sleeping, &one, 0))
 			vp_resume(&home->vp);
 		else if (ppl_unlikely(t->prio > atomic_load_explicit(&home->cur_prio, memory_order_relaxed)) &&
-			 !home->bound_to)
+			 !home->dedicated)
 			preempt_for_priority(home);
 		monitor_note_ready();
 		return;
@@ -497,7 +508,7 @@ static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int
 	}
 	/* Nothing here: take a thread from another VP, if any. */
 	if (next == NULL &&
-	    (min > 0 || v->bound_to || ppl_rt.nvps_total == 1 || (next = find_work(v)) == NULL))
+	    (min > 0 || v->dedicated || ppl_rt.nvps_total == 1 || (next = find_work(v)) == NULL))
 		return false;
 	switch_to(v, self, next, front ? requeue_front_cb : requeue_cb, self);
 	sig_resumed(self);
@@ -831,7 +842,7 @@ static void run(struct vproc *v, struct ult *t)
 static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 {
 	struct ult *t;
-	bool shared = v->bound_to == NULL;
+	bool shared = !v->dedicated;
 	if (shared) {
 		atomic_fetch_add_explicit(&ppl_rt.nspinning, 1, memory_order_seq_cst);
 		int64_t until = clock_now_ns(CLOCK_MONOTONIC) + SPIN_NS;
