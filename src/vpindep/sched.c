@@ -14,7 +14,9 @@
  *    VP only if no VP is spinning: the spinner will find the work.  Lost
  *    wake-ups are excluded by seq_cst ordering: a VP announces `sleeping`
  *    before its last look at the queues, and a waker pushes before it reads
- *    `sleeping`/`nspinning`.
+ *    `sleeping`/`nspinning`.  A VP retired while it spins takes no work, so
+ *    when it stops it wakes a VP for any thread queued meanwhile
+ *    (pass_on_wake).
  *  - Foreign kernel threads (not created by libppl) have a TCB too; they
  *    park on a futex in their TCB instead of switching.
  *  - errno is per VP in shared-TLS mode: it is saved in the TCB when a thread
@@ -836,6 +838,28 @@ static void run(struct vproc *v, struct ult *t)
 	ctx_switch(&v->idle_ctx, &t->ctx);
 }
 
+/* A VP retired while it spun (a spare whose lender took its VP back, or
+ * pthread_setconcurrency): counted in nspinning, it made wake_idle_vp leave
+ * threads readied meanwhile to it, but its find_work takes nothing.  Now
+ * that it no longer counts, wake a VP for any such thread (the fence pairs
+ * with wake_idle_vp's: a pusher that saw it spinning pushed before this
+ * looks).  Without this, tp_cancel_io hung about once in 150 runs: the
+ * reader's VP, idle after the cancel, fired the canceller's timer (its
+ * short sleep in syscall_kick, parked on the spare) on its way to sleep,
+ * queued it on itself and slept, as did every other VP. */
+static void pass_on_wake(void)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		if (o != NULL && !o->dedicated && !atomic_load(&o->retired) &&
+		    atomic_load_explicit(&o->rq_len, memory_order_relaxed) > 0) {
+			wake_idle_vp();
+			return;
+		}
+	}
+}
+
 /* Nothing to run: spin a little, then sleep until woken or a timer is due.
  * A VP bound to one thread neither spins nor counts as idle: it cannot take
  * anyone else's work. */
@@ -857,7 +881,7 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 				return t;
 			}
 		} while (clock_now_ns(CLOCK_MONOTONIC) < until &&
-			 (timer_left < 0 || timer_left > SPIN_NS));
+			 (timer_left < 0 || timer_left > SPIN_NS) && !atomic_load(&v->retired));
 	}
 
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
@@ -867,8 +891,15 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 		atomic_fetch_sub_explicit(&ppl_rt.nspinning, 1, memory_order_seq_cst);
 	}
 	t = find_work(v);
-	if (t == NULL && !atomic_load(&v->retired)) {
+	if (t == NULL && atomic_load(&v->retired)) {
+		if (shared)
+			pass_on_wake();
+	} else if (t == NULL) {
 		int64_t left = run_timers(v);
+		/* A timer that fired just now queued its thread here
+		 * (push_target): run it instead of sleeping on it. */
+		if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
+			left = 0;
 		if (left < 0 && shared)
 			monitor_note_idle();
 		if (left != 0)
