@@ -322,8 +322,12 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 	     bool try_only)
 {
 	struct ult *self = ult_self();
+	/* A detached thread that has exited is recycled at once; its TCB
+	 * keeps the flag until the next thread reuses it, so a join that
+	 * comes too late still says EINVAL, as glibc does (its stack cache
+	 * keeps the descriptor). */
 	if (ult_stale(t))
-		return ESRCH;
+		return t != NULL && t->detached ? EINVAL : ESRCH;
 	if (t == self)
 		return EDEADLK;
 	spin_lock(&t->lock);
