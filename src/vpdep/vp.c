@@ -282,13 +282,49 @@ int vp_signal_self(int sig)
 	return syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig) == 0 ? 0 : errno;
 }
 
+/* In si_errno, which nothing else sets for SI_QUEUE from this process. */
+#define POKE_MARK 0x70706c21   /* "ppl!" */
+
+int vp_poke(struct vp *vp, int sig, void *target)
+{
+	pid_t tid = vp ? atomic_load_explicit(&vp->tid, memory_order_acquire)
+		       : (pid_t)syscall(SYS_gettid);
+	if (tid == 0)
+		return ESRCH;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = sig;
+	si.si_errno = POKE_MARK;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = target;
+	int saved = errno;
+	int err = syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &si) == 0 ? 0 : errno;
+	errno = saved;
+	return err;
+}
+
+void *vp_poke_target(const siginfo_t *si)
+{
+	if (si == NULL || si->si_code != SI_QUEUE || si->si_errno != POKE_MARK)
+		return NULL;
+	int saved = errno;
+	bool ours = si->si_pid == getpid();
+	errno = saved;
+	return ours ? si->si_value.sival_ptr : NULL;
+}
+
 void vp_set_sigmask(uint64_t mask)
 {
 	/* The kernel's sigset is 64 bits on every Linux architecture libppl supports. */
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
+	/* After the call: a handler that runs in between (one the new mask
+	 * unblocks, at its return) records its own mask in kmask while it
+	 * runs and the interrupted one when it returns (sigaction.c). */
 	struct vp *vp = current;
 	if (vp != NULL)
 		vp->kmask = mask;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
 }
 
 uint64_t vp_get_sigmask(void)

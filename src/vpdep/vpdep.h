@@ -89,6 +89,17 @@ int vp_signal(struct vp *vp, int sig);
 /* Send `sig` to the calling kernel thread: delivered before this returns
  * unless the kernel thread blocks it. */
 int vp_signal_self(int sig);
+/* A "poke": `sig` queued (rt_tgsigqueueinfo, SI_QUEUE) to the kernel thread
+ * of `vp`, or to the calling one if vp is NULL, carrying `target` and a
+ * mark that tells it from any other signal (vp_poke_target).  For a signal
+ * meant for one of the user threads a VP runs: the kernel keeps one
+ * instance of a standard signal pending per kernel thread, so two such
+ * signals for two threads of one VP could merge into one; the caller keeps
+ * the real pending state elsewhere and the poke only says "look".  0 or
+ * errno (ESRCH if the VP has not started yet). */
+int vp_poke(struct vp *vp, int sig, void *target);
+/* The target of a poke from this process, or NULL if si is not a poke. */
+void *vp_poke_target(const siginfo_t *si);
 /* Install `mask` (signals 1..64, bit sig-1) as the calling kernel thread's
  * blocked set, and record it in its VP (vp->kmask).  No C library involved:
  * its internal signals stay as they are. */

@@ -410,6 +410,13 @@ int sched_top_ready(struct vproc *v);
 /* ---- signals (signal.c) -------------------------------------------------------------- */
 
 void sig_resumed_slow(struct ult *self, struct vproc *v);
+/* The trampoline got `sig` as a poke for `target` (vp_poke): true if the
+ * thread running here has it pending and unblocked and now owns it (run
+ * the handler); false otherwise, after seeing to it that target gets it. */
+bool sig_poke_claim(void *target, int sig);
+/* sigaction.c: the kernel runs libppl's trampoline for sig (the
+ * application installed a handler), so a poke reaches the handler. */
+bool sig_has_handler(int sig);
 /* A new thread inherits its creator's mask, with nothing pending. */
 void sig_thread_init(struct ult *t, const struct ult *creator);
 /* blocking.c: the C library's next definition of `name`, resolved once

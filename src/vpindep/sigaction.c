@@ -17,6 +17,7 @@
  * refuses its internal SIGCANCEL and SIGSETXID. */
 #include <signal.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "pthread_impl.h"
 
@@ -39,6 +40,11 @@ static inline uint64_t bit(int sig)
 static bool is_wrapped(int sig)
 {
 	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) & bit(sig);
+}
+
+bool sig_has_handler(int sig)
+{
+	return is_wrapped(sig);
 }
 
 static void trampoline(int sig, siginfo_t *si, void *uc);
@@ -64,15 +70,47 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		}
 		return;
 	}
+	siginfo_t tkill;
+	void *target = vp_poke_target(si);
+	if (target != NULL) {
+		/* pthread_kill's nudge (signal.c): the handler runs only for
+		 * the thread it was for, if that thread runs here. */
+		if (!sig_poke_claim(target, sig)) {
+			if (flags & SA_RESETHAND) {
+				struct sigaction k = wrapped_action(&acts.app[sig]);
+				vp_sigaction(sig, &k, NULL);
+			}
+			return;
+		}
+		/* What pthread_kill gives on NPTL (tgkill). */
+		memset(&tkill, 0, sizeof tkill);
+		tkill.si_signo = sig;
+		tkill.si_code = SI_TKILL;
+		tkill.si_pid = si->si_pid;
+		tkill.si_uid = si->si_uid;
+		si = &tkill;
+	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
 		atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_acq_rel);
 	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
 		return;   /* changed while the signal was on its way */
+	/* The kernel thread runs the handler with its sa_mask added.  Say so
+	 * in the VP: a thread switched in here while the handler is away
+	 * (it yields, parks or is preempted) then installs its own mask
+	 * instead of running with the handler's. */
+	struct vp *vp = vp_current();
+	if (vp != NULL)
+		vp->kmask = vp_get_sigmask();
 	if (flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
+	/* sigreturn gives this kernel thread (maybe another one by now) the
+	 * mask of the interrupted code. */
+	vp = vp_current();
+	if (vp != NULL)
+		memcpy(&vp->kmask, &((ucontext_t *)uc)->uc_sigmask, sizeof vp->kmask);
 }
 
 static bool reserved(int sig)

@@ -9,11 +9,17 @@
  *    kernel mask (vp.kmask) differs from its own, it installs its own
  *    (one system call).  Threads that share a mask, which is nearly always
  *    the case, switch with no system call at all.
- *  - A signal for a thread that runs on a VP right now goes to that VP's
- *    kernel thread (tgkill), so it interrupts a system call the thread is
- *    blocked in (EINTR), as on NPTL.  The thread may switch out between the
- *    check and the delivery; then the handler runs in whatever runs on that
- *    VP next.  The window is a few instructions wide.
+ *  - A signal for a thread that runs on a VP right now is set pending on
+ *    it, and that VP's kernel thread gets a poke (vp_poke: the same signal,
+ *    queued with a mark and the target), so it interrupts a system call
+ *    the thread is blocked in (EINTR), as on NPTL.  The trampoline runs the
+ *    handler only if the thread the poke names (or, when two pokes merged,
+ *    the one running there) still has it pending; otherwise it sees that
+ *    the target gets it (sig_kick).  The kernel keeps one instance of a
+ *    standard signal pending per kernel thread, so the signal itself, sent
+ *    for two threads of one VP while that kernel thread blocked it, used
+ *    to reach one of them only.  A signal with no handler (default action,
+ *    ignored) goes to the kernel thread as it is.
  *  - A signal for a thread parked where a signal ends the park (PARK_INTR:
  *    mutex, rwlock, barrier, cond, join, sleeps) is set pending and the
  *    thread woken with EINTR, under its queue's lock as its timer would
@@ -28,7 +34,9 @@
  *    on the target and delivered when the target next resumes with it
  *    unblocked.
  *  - Pending signals of a thread are raised on its own kernel thread when
- *    it resumes (sig_resumed), or when pthread_sigmask unblocks them. */
+ *    it resumes (sig_resumed), or when pthread_sigmask unblocks them: a
+ *    poke to itself for a signal with a handler, which the trampoline
+ *    takes at once (or when a lock it holds is released). */
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -64,17 +72,26 @@ static void from_bits(sigset_t *s, uint64_t m)
 }
 
 /* Raise on the calling kernel thread every pending signal of self that its
- * mask allows; the caller runs on self's VP with self's mask installed. */
+ * mask allows; the caller runs on self's VP with self's mask installed.  A
+ * signal with a handler is poked (the trampoline takes the bit when the
+ * handler runs, here and now unless a lock puts it off); one without (a
+ * default action, ignored) is taken and raised as it is. */
 static void deliver_pending(struct ult *self)
 {
+	uint64_t poked = 0;
 	for (;;) {
 		uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_acquire) &
-			     ~self->sigmask;
+			     ~self->sigmask & ~poked;
 		if (p == 0)
 			return;
 		uint64_t b = p & -p;
-		if (atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b)
-			vp_signal_self(__builtin_ctzll(b) + 1);
+		int sig = __builtin_ctzll(b) + 1;
+		if (sig_has_handler(sig)) {
+			poked |= b;
+			vp_poke(NULL, sig, self);
+		} else if (atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b) {
+			vp_signal_self(sig);
+		}
 	}
 }
 
@@ -130,6 +147,62 @@ static bool sig_wake(struct ult *t)
 	return sched_interrupt(t, PARK_INTR, EINTR);
 }
 
+/* sig is pending on t (set, seq_cst, before this call): see that t raises
+ * it.  Every path leaves the bit to whoever clears it, which delivers it,
+ * once:
+ *  - blocked by t: it stays pending until t unblocks it;
+ *  - t is parked where a signal ends the wait: woken (sig_wake), it raises
+ *    it when it resumes;
+ *  - t is parked elsewhere (or off every queue for good): taken and raised
+ *    here, on the caller's kernel thread, unless the caller blocks it;
+ *  - t runs on a VP: a poke to that VP's kernel thread (vp_poke), which
+ *    interrupts a system call t is in, as on NPTL; its trampoline takes the
+ *    bit if t still runs there, and otherwise calls this again.  Not the
+ *    signal itself: two of them for two threads of one VP could merge in
+ *    the kernel, which keeps one instance per kernel thread, and one
+ *    thread would never get its own (pthread_cond_init/1-3 hung);
+ *  - t is ready: it raises it when it resumes. */
+static void sig_kick(struct ult *t, int sig)
+{
+	if (bit(sig) & t->sigmask)
+		return;
+	if (sig_wake(t))
+		return;
+	int state = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (state == ULT_BLOCKED) {
+		if (!(bit(sig) & vp_get_sigmask()) &&
+		    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
+		     bit(sig)))
+			vp_signal_self(sig);
+		return;
+	}
+	/* It may have resumed since: then it is running and looks at its
+	 * pending set only at its next resume or pthread_sigmask. */
+	struct vproc *v = t->vp;
+	if (state != ULT_RUNNING || v == NULL || v->current != t)
+		return;
+	if (sig_has_handler(sig))
+		vp_poke(&v->vp, sig, t);
+	else if (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
+		 bit(sig))
+		vp_signal(&v->vp, sig);
+}
+
+bool sig_poke_claim(void *target, int sig)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v ? v->current : NULL;
+	/* Two pokes of one signal may have merged into this one: the thread
+	 * running here takes its own first, whoever the poke named. */
+	bool mine = self != NULL && !(bit(sig) & self->sigmask) &&
+		    (atomic_fetch_and_explicit(&self->sigpending, ~bit(sig), memory_order_acq_rel) &
+		     bit(sig));
+	struct ult *t = target;
+	if (t != self && (atomic_load_explicit(&t->sigpending, memory_order_acquire) & bit(sig)))
+		sig_kick(t, sig);
+	return mine;
+}
+
 static int kill_ult(struct ult *t, int sig)
 {
 	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
@@ -156,36 +229,18 @@ static int kill_ult(struct ult *t, int sig)
 		return vp_signal_self(sig);
 	}
 	if (state == ULT_RUNNING) {
-		/* Running on a VP: its kernel thread gets the signal, if the
-		 * thread takes it, or waits for it in sigwait (in the kernel on
-		 * that kernel thread, which blocks it too, or about to be). */
+		/* Running on a VP and waiting for it in sigwait (in the kernel
+		 * on that kernel thread, or about to be): the kernel's wait
+		 * takes it there.  Or running with no handler to run: the
+		 * kernel thread gets the default action (or ignores it). */
 		struct vproc *v = t->vp;
 		if (v && v->current == t &&
-		    (!(bit(sig) & t->sigmask) ||
-		     (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig))))
+		    ((atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)) ||
+		     (!(bit(sig) & t->sigmask) && !sig_has_handler(sig))))
 			return vp_signal(&v->vp, sig);
 	}
 	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
-	if (bit(sig) & t->sigmask)
-		return 0;   /* blocked by the target: pending until it unblocks it */
-	if (sig_wake(t))
-		return 0;   /* it raises the signal itself when it resumes */
-	/* Parked where a signal does not end the wait (or off every queue for
-	 * good): handle it here, on the sender's kernel thread, unless the
-	 * sender blocks it.  Whoever clears the bit delivers it. */
-	if (atomic_load_explicit(&t->state, memory_order_acquire) == ULT_BLOCKED &&
-	    !(bit(sig) & vp_get_sigmask()) &&
-	    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) & bit(sig)))
-		return vp_signal_self(sig);
-	/* Ready: it raises it when it resumes.  It may also have resumed
-	 * between the check and the store: then it is running and looks at
-	 * its pending set only at its next resume or pthread_sigmask; poke its
-	 * VP so that a running thread sees it now. */
-	struct vproc *v = t->vp;
-	if (atomic_load_explicit(&t->state, memory_order_acquire) == ULT_RUNNING && v &&
-	    v->current == t &&
-	    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) & bit(sig)))
-		return vp_signal(&v->vp, sig);
+	sig_kick(t, sig);
 	return 0;
 }
 
@@ -312,9 +367,36 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 		}
 		return sig;
 	}
-	int r = sys_sigtimedwait(set, info, ts);
+	siginfo_t si;
+	int r;
+	for (;;) {
+		r = sys_sigtimedwait(set, &si, ts);
+		void *target = r > 0 ? vp_poke_target(&si) : NULL;
+		if (target == NULL)
+			break;
+		/* A poke (sig_kick): the signal itself is on a thread's
+		 * pending set.  Ours: take it, unless it was taken meanwhile.
+		 * Another thread's: see that it gets it, and wait on (a
+		 * timeout starts again: a rare, short extension). */
+		if (target == self) {
+			if (atomic_fetch_and_explicit(&self->sigpending, ~bit(r),
+						      memory_order_acq_rel) & bit(r)) {
+				memset(&si, 0, sizeof si);
+				si.si_signo = r;
+				si.si_code = SI_TKILL;
+				si.si_pid = getpid();
+				si.si_uid = getuid();
+				break;
+			}
+		} else if (atomic_load_explicit(&((struct ult *)target)->sigpending,
+					       memory_order_acquire) & bit(r)) {
+			sig_kick(target, r);
+		}
+	}
 	/* The caller may have migrated while blocked: self, not v->current. */
 	atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
+	if (r > 0 && info != NULL)
+		*info = si;
 	return r;
 }
 
