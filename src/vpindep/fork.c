@@ -25,6 +25,7 @@
  *    park in between (glibc's fork takes only its own locks), so `held`
  *    needs no lock: a second forker waits in prepare for ppl_rt.lock. */
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "parklot.h"
@@ -118,6 +119,13 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	proc_fork_child();
+	/* A forking thread libppl did not create (the initial one before
+	 * start-up, say) has the child's kernel thread now: signals and
+	 * scheduling changes for it went to the parent's (sem_post/8-1's
+	 * children lowered their parent's priority instead of their own). */
+	struct ult *self = ult_self();
+	if (self->foreign)
+		self->ktid = (int)syscall(SYS_gettid);
 	if (!held)
 		return;
 	release(FORK_CHILD);
