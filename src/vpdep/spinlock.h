@@ -44,10 +44,16 @@ static inline bool spin_try_lock(spin_t *l)
  * over instead of spinning forever.  Read only when the lock is busy. */
 extern _Atomic bool spin_orphans;
 
+/* vp.c: the lock has been busy for SPIN_LONG rounds; its holder may be
+ * preempted on this CPU (by a real-time spinner, for good): let it run. */
+void spin_wait_long(void);
+#define SPIN_LONG 4096
+
 static inline void spin_lock(spin_t *l)
 {
 	vp_crit_enter();
-	while (!spin_acquire(l))
+	while (!spin_acquire(l)) {
+		unsigned rounds = 0;
 		while (atomic_load_explicit(l, memory_order_relaxed) != 0) {
 			if (__builtin_expect(atomic_load_explicit(&spin_orphans, memory_order_relaxed), 0)) {
 				atomic_store_explicit(l, 1, memory_order_relaxed);
@@ -55,7 +61,12 @@ static inline void spin_lock(spin_t *l)
 				return;
 			}
 			cpu_relax();
+			if (__builtin_expect(++rounds == SPIN_LONG, 0)) {
+				spin_wait_long();
+				rounds = 0;
+			}
 		}
+	}
 }
 
 static inline void spin_unlock(spin_t *l)

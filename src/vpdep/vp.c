@@ -12,6 +12,7 @@
  * sleeper queued. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -170,10 +171,25 @@ static void altstack_free(struct vp *vp)
 	vp->altstack_size = 0;
 }
 
+/* The calling kernel thread's class (VP_CLASS); SCHED_OTHER if unknown. */
+static int class_now(void)
+{
+	int saved = errno;
+	long policy = syscall(SYS_sched_getscheduler, 0);
+	struct sched_param p = { 0 };
+	if (policy < 0 || syscall(SYS_sched_getparam, 0, &p) != 0)
+		policy = SCHED_OTHER, p.sched_priority = 0;
+	errno = saved;
+	return VP_CLASS((int)policy & ~SCHED_RESET_ON_FORK, p.sched_priority);
+}
+
 void vp_enter(struct vp *vp)
 {
 	current = vp;
 	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_release);
+	/* A kernel thread inherits its creator's class: a VP made by one that
+	 * runs a real-time thread starts real-time. */
+	atomic_store_explicit(&vp->kclass, class_now(), memory_order_relaxed);
 	if (vp->altstack != NULL) {
 		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
 		/* Cannot fail: the stack is large enough and we are not on it. */
@@ -313,6 +329,44 @@ void *vp_poke_target(const siginfo_t *si)
 	bool ours = si->si_pid == getpid();
 	errno = saved;
 	return ours ? si->si_value.sival_ptr : NULL;
+}
+
+int vp_set_class(struct vp *vp, int kclass)
+{
+	pid_t tid = vp == current ? 0 : atomic_load_explicit(&vp->tid, memory_order_acquire);
+	if (vp != current && tid == 0)
+		return ESRCH;
+	/* Under the lock, so that the kernel ends with the class recorded
+	 * when the VP and a waker change it at once. */
+	spin_lock(&vp->class_lock);
+	int err = 0;
+	if (atomic_load_explicit(&vp->kclass, memory_order_relaxed) != kclass) {
+		struct sched_param p = { .sched_priority = VP_CLASS_PRIO(kclass) };
+		int saved = errno;
+		if (syscall(SYS_sched_setscheduler, tid, VP_CLASS_POLICY(kclass), &p) != 0)
+			err = errno;
+		errno = saved;
+		atomic_store_explicit(&vp->kclass, kclass, memory_order_relaxed);
+	}
+	spin_unlock(&vp->class_lock);
+	return err;
+}
+
+/* spinlock.h: a lock stayed busy for a long while.  Its holder may be a
+ * kernel thread preempted on this CPU, maybe by this very one: let it run.
+ * A real-time spinner must sleep for that (sched_yield gives way only to
+ * its own priority and above); any other yields. */
+void spin_wait_long(void)
+{
+	int saved = errno;
+	long policy = syscall(SYS_sched_getscheduler, 0) & ~SCHED_RESET_ON_FORK;
+	if (policy == SCHED_FIFO || policy == SCHED_RR) {
+		struct timespec ts = { 0, 20000 };
+		syscall(SYS_nanosleep, &ts, NULL);
+	} else {
+		syscall(SYS_sched_yield);
+	}
+	errno = saved;
 }
 
 void vp_set_sigmask(uint64_t mask)

@@ -41,7 +41,16 @@ struct vp {
 	int crit;
 	uint64_t kmask;
 	_Atomic uint64_t deferred;
+	/* The kernel scheduling class the kernel thread has (VP_CLASS), set
+	 * by vp_set_class under class_lock; read without it. */
+	_Atomic int kclass;
+	spin_t class_lock;
 };
+
+/* A kernel scheduling policy and priority in one int, for vp_set_class. */
+#define VP_CLASS(policy, prio) ((policy) << 8 | (prio))
+#define VP_CLASS_POLICY(c) ((c) >> 8)
+#define VP_CLASS_PRIO(c) ((c) & 0xff)
 
 /* A VP backend: kernel threads ("kthread") now; raw clone and processes later.
  * Only vpdep's own files see the table (docs/vpdep.md: adding a backend). */
@@ -100,6 +109,13 @@ int vp_signal_self(int sig);
 int vp_poke(struct vp *vp, int sig, void *target);
 /* The target of a poke from this process, or NULL if si is not a poke. */
 void *vp_poke_target(const siginfo_t *si);
+/* Give vp's kernel thread the kernel's policy and priority `kclass`
+ * (VP_CLASS) unless it has it, and record it in vp->kclass.  From any
+ * kernel thread: the VP itself, as the user thread it runs changes, or a
+ * waker that raises it for a real-time thread it queues there.  The class
+ * is recorded even if the kernel refuses (the change is tried again only
+ * for another class).  0 or errno. */
+int vp_set_class(struct vp *vp, int kclass);
 /* Install `mask` (signals 1..64, bit sig-1) as the calling kernel thread's
  * blocked set, and record it in its VP (vp->kmask).  No C library involved:
  * its internal signals stay as they are. */

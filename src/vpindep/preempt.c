@@ -209,6 +209,12 @@ static void tick(void *uc)
 {
 	tick_body(uc);
 	struct vproc *v = (struct vproc *)vp_current();
+	/* A kick whose thread another VP took left this one raised
+	 * (sched_class_raise): back to the class of what it runs, unless
+	 * the tick came inside a lock (that of vp_set_class, say). */
+	if (v != NULL && v->current != NULL && v->vp.crit == 0 &&
+	    v->current->kclass != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed))
+		sched_class_install(v->current, v);
 	if (v != NULL && v->current != NULL && v->vp.crit == 0 && !protected_pc(vp_signal_pc(uc)))
 		cancel_async_check();
 }
@@ -231,15 +237,19 @@ void preempt_deferred_run(void)
 		sched_yield_min(cur->prio, false);
 }
 
-void preempt_for_priority(struct vproc *v)
+void preempt_for_priority(struct vproc *v, const struct ult *t)
 {
 	if (v == (struct vproc *)vp_current()) {
 		/* Paid at the caller's way out of libppl (preempt_point). */
 		pending_set(v);
 		return;
 	}
-	if (slice_ns == 0 || atomic_exchange_explicit(&v->prio_kick, true, memory_order_relaxed))
-		return;   /* no tick handler, or a kick is on its way */
+	if (slice_ns == 0)
+		return;   /* no tick handler */
+	/* Its kernel thread may rank below one that holds its CPU. */
+	sched_class_raise(v, t);
+	if (atomic_exchange_explicit(&v->prio_kick, true, memory_order_relaxed))
+		return;   /* a kick is on its way */
 	if (vp_signal(&v->vp, vp_tick_signal()) != 0)
 		atomic_store_explicit(&v->prio_kick, false, memory_order_relaxed);
 }

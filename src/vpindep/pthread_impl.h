@@ -137,6 +137,8 @@ struct ult {
 	struct sched_param sched_param;
 	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
 				    * and SCHED_RR, 0 otherwise (sched.c orders by it) */
+	int kclass;                /* VP_CLASS of the two: what its VP's kernel thread
+				    * takes while it runs (sched_class_install) */
 	bool inherit_sched;
 	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
 				    * the process's; freed when the TCB is recycled */
@@ -437,11 +439,20 @@ int sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 void sig_adopt_pending(struct ult *m);
 /* On the VP's kernel thread: record the mask the kernel thread has. */
 void sig_vp_init(struct vproc *v);
-/* Called by a user thread each time it resumes: install its signal mask
- * if its VP has another, and raise what is pending for it. */
+/* schedparam.c: give v's kernel thread the class of t, which runs there. */
+void sched_class_install(struct ult *t, struct vproc *v);
+/* schedparam.c: t, real-time, is queued on v to run there next: raise
+ * v's kernel thread to t's class if it ranks lower, so that the kernel
+ * gives it a CPU that a lower real-time kernel thread holds. */
+void sched_class_raise(struct vproc *v, const struct ult *t);
+/* Called by a user thread each time it resumes: give its kernel thread its
+ * scheduling class and its signal mask if its VP has others, and raise
+ * what is pending for it. */
 static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
+	if (ppl_unlikely(self->kclass != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)))
+		sched_class_install(self, v);
 	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
@@ -497,7 +508,7 @@ extern _Atomic int preempt_npending PPL_HIDDEN;
 void preempt_deferred_run(void);
 /* A thread of higher priority than v's current was queued on v: preempt
  * v's current as soon as it is safe (v may be the caller's own VP). */
-void preempt_for_priority(struct vproc *v);
+void preempt_for_priority(struct vproc *v, const struct ult *t);
 
 /* A safe point at a libppl entry point: no libppl lock held, about to
  * return to the application.  Pays a deferred preemption, if one is owed. */
@@ -537,6 +548,14 @@ bool ult_stale(struct ult *t);
 static inline int sched_prio_of(int policy, const struct sched_param *p)
 {
 	return policy == SCHED_FIFO || policy == SCHED_RR ? p->sched_priority : 0;
+}
+/* Set t's policy and priority, and what the scheduler and the kernel go by. */
+static inline void ult_set_sched(struct ult *t, int policy, const struct sched_param *p)
+{
+	t->sched_policy = policy;
+	t->sched_param = *p;
+	t->prio = sched_prio_of(policy, p);
+	t->kclass = VP_CLASS(policy, p->sched_priority);
 }
 void key_run_destructors(struct ult *t);
 void ult_recycle(struct ult *t);

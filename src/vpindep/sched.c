@@ -322,9 +322,9 @@ static struct vproc *push_target(struct ult *t)
 }
 
 /* A thread of priority `prio` > 0 is made ready: the VP it should go to
- * in order to run now, as the kernel would run it, preempting the lowest
- * priority running thread below it; NULL if a VP is idle (it will take the
- * thread) or none runs anything lower. */
+ * in order to run now, as the kernel would run it: an idle VP, else the
+ * one running the lowest priority below it (the caller's among equals);
+ * NULL if every VP runs that priority or a higher one. */
 static struct vproc *prio_victim(int prio)
 {
 	struct vproc *self = this_vp(), *victim = NULL;
@@ -336,7 +336,7 @@ static struct vproc *prio_victim(int prio)
 			continue;
 		int c = atomic_load_explicit(&o->cur_prio, memory_order_relaxed);
 		if (c < 0)
-			return NULL;
+			return o;
 		if (c < low || (c == low && o == self && victim)) {
 			low = c;
 			victim = o;
@@ -353,11 +353,13 @@ void sched_push(struct ult *t)
 		rq_push(home, t);
 		atomic_thread_fence(memory_order_seq_cst);
 		int one = 1;
-		if (atomic_compare_exchange_strong(&home->sleeping, &one, 0))
+		if (atomic_compare_exchange_strong(&home->sleeping, &one, 0)) {
+			if (ppl_unlikely(t->prio > 0))
+				sched_class_raise(home, t);
 			vp_resume(&home->vp);
-		else if (ppl_unlikely(t->prio > atomic_load_explicit(&home->cur_prio, memory_order_relaxed)) &&
+		} else if (ppl_unlikely(t->prio > atomic_load_explicit(&home->cur_prio, memory_order_relaxed)) &&
 			 !home->dedicated)
-			preempt_for_priority(home);
+			preempt_for_priority(home, t);
 		monitor_note_ready();
 		return;
 	}
@@ -365,7 +367,17 @@ void sched_push(struct ult *t)
 	struct vproc *target = victim ? victim : push_target(t);
 	rq_push(target, t);
 	if (victim) {
-		preempt_for_priority(victim);
+		if (atomic_load_explicit(&victim->cur_prio, memory_order_relaxed) >= 0) {
+			preempt_for_priority(victim, t);
+		} else if (victim != this_vp()) {
+			/* Idle: raised first, it may have to take its CPU from
+			 * a real-time kernel thread of lower priority. */
+			sched_class_raise(victim, t);
+			atomic_thread_fence(memory_order_seq_cst);
+			int one = 1;
+			if (atomic_compare_exchange_strong(&victim->sleeping, &one, 0))
+				vp_resume(&victim->vp);
+		}
 		monitor_note_ready();
 		return;
 	}
@@ -549,6 +561,8 @@ void sched_prio_changed(void)
 	if (v == NULL || v->current == NULL)
 		return;
 	atomic_store_explicit(&v->cur_prio, v->current->prio, memory_order_relaxed);
+	if (v->current->kclass != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed))
+		sched_class_install(v->current, v);
 	if (sched_top_ready(v) > v->current->prio)
 		sched_yield_min(v->current->prio + 1, false);
 }

@@ -8,11 +8,19 @@
  *    orders run queues and wait queues by it (sched.c, waitq.c).  A change
  *    applies at the thread's next queueing; the caller's own change gives
  *    way at once to a ready thread that now outranks it.
- *  - The kernel sees VPs, not user threads: a user thread's policy is
- *    libppl's alone, except where the thread has a kernel thread to itself
+ *  - The kernel sees VPs, not user threads, so a VP's kernel thread takes
+ *    the policy and priority of the user thread it runs (its `kclass`):
+ *    the kernel then ranks a real-time thread of libppl against other
+ *    processes as it ranks NPTL's, which preempts them.  Installed when a
+ *    thread resumes on a VP whose kernel thread has another class (one
+ *    system call; threads of one class switch with none), and raised by
+ *    whoever queues a real-time thread on a VP whose kernel thread ranks
+ *    lower (sched_push): that kernel thread must get a CPU that a lower
+ *    real-time one may hold.  A thread with a kernel thread to itself
  *    (before the first pthread_create, a SCOPE_SYSTEM thread, a thread
- *    libppl did not create), which gets it too.  VPs created later inherit
- *    what the initial kernel thread had, as threads do on NPTL.
+ *    libppl did not create) gets it there directly.  Spin locks sleep now
+ *    and then when they stay busy (spin_wait_long), so a real-time VP does
+ *    not spin for good on a lock held by a VP it keeps off the CPU.
  *  - Affinity: a user thread whose set leaves out some of the process's
  *    CPUs is kept on one VP, the one of the first CPU of its set (the i-th
  *    allowed CPU maps to VP i mod the VP count).  Threads pinned to one CPU
@@ -59,9 +67,7 @@ static int set_params(struct ult *t, int policy, const struct sched_param *p)
 	int tid = own_kthread(t);
 	if (tid && syscall(SYS_sched_setscheduler, tid, policy, p) != 0)
 		return errno;
-	t->sched_policy = policy;
-	t->sched_param = *p;
-	t->prio = sched_prio_of(policy, p);
+	ult_set_sched(t, policy, p);
 	if (t == ult_self())
 		sched_prio_changed();
 	return 0;
@@ -163,9 +169,27 @@ void sched_params_init(struct ult *m)
 	struct sched_param p = { 0 };
 	if (policy < 0 || syscall(SYS_sched_getparam, 0, &p) != 0)
 		policy = SCHED_OTHER, p.sched_priority = 0;
-	m->sched_policy = (int)policy & ~SCHED_RESET_ON_FORK;
-	m->sched_param = p;
-	m->prio = sched_prio_of(m->sched_policy, &p);
+	ult_set_sched(m, (int)policy & ~SCHED_RESET_ON_FORK, &p);
+}
+
+/* ---- the kernel's view: a VP's class ----------------------------------------------- */
+
+/* What the kernel ranks a class by, among the classes libppl gives VPs. */
+static int class_rank(int kclass)
+{
+	int policy = VP_CLASS_POLICY(kclass);
+	return policy == SCHED_FIFO || policy == SCHED_RR ? VP_CLASS_PRIO(kclass) : 0;
+}
+
+void sched_class_install(struct ult *t, struct vproc *v)
+{
+	vp_set_class(&v->vp, t->kclass);
+}
+
+void sched_class_raise(struct vproc *v, const struct ult *t)
+{
+	if (class_rank(atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)) < t->prio)
+		vp_set_class(&v->vp, t->kclass);
 }
 
 /* ---- affinity ------------------------------------------------------------------------ */

@@ -47,9 +47,8 @@ static struct ult *tcb_get(void)
 	t->foreign = t->is_main = t->bound = false;
 	t->vp = NULL;
 	t->home = NULL;
-	t->sched_policy = SCHED_OTHER;   /* a foreign thread's until it says otherwise */
-	t->sched_param.sched_priority = 0;
-	t->prio = 0;
+	/* A foreign thread's until it says otherwise. */
+	ult_set_sched(t, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
 	t->saved_errno = 0;
 	t->cpu_ns = t->cpu_since = 0;
 	t->cpu_clock = 0;
@@ -234,13 +233,10 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	t->inherit_sched = at.inheritsched == PTHREAD_INHERIT_SCHED;
 	if (t->inherit_sched) {
 		struct ult *self = ult_self();
-		t->sched_policy = self->sched_policy;
-		t->sched_param = self->sched_param;
+		ult_set_sched(t, self->sched_policy, &self->sched_param);
 	} else {
-		t->sched_policy = at.policy;
-		t->sched_param = at.param;
+		ult_set_sched(t, at.policy, &at.param);
 	}
-	t->prio = sched_prio_of(t->sched_policy, &t->sched_param);
 	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
