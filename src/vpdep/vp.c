@@ -171,8 +171,7 @@ static void altstack_free(struct vp *vp)
 	vp->altstack_size = 0;
 }
 
-/* The calling kernel thread's class (VP_CLASS); SCHED_OTHER if unknown. */
-static int class_now(void)
+int vp_class_self(void)
 {
 	int saved = errno;
 	long policy = syscall(SYS_sched_getscheduler, 0);
@@ -189,7 +188,7 @@ void vp_enter(struct vp *vp)
 	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_release);
 	/* A kernel thread inherits its creator's class: a VP made by one that
 	 * runs a real-time thread starts real-time. */
-	atomic_store_explicit(&vp->kclass, class_now(), memory_order_relaxed);
+	atomic_store_explicit(&vp->kclass, vp_class_self(), memory_order_relaxed);
 	if (vp->altstack != NULL) {
 		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
 		/* Cannot fail: the stack is large enough and we are not on it. */
@@ -325,10 +324,7 @@ void *vp_poke_target(const siginfo_t *si)
 {
 	if (si == NULL || si->si_code != SI_QUEUE || si->si_errno != POKE_MARK)
 		return NULL;
-	int saved = errno;
-	bool ours = si->si_pid == getpid();
-	errno = saved;
-	return ours ? si->si_value.sival_ptr : NULL;
+	return si->si_pid == getpid() ? si->si_value.sival_ptr : NULL;
 }
 
 int vp_set_class(struct vp *vp, int kclass)

@@ -116,6 +116,9 @@ void *vp_poke_target(const siginfo_t *si);
  * is recorded even if the kernel refuses (the change is tried again only
  * for another class).  0 or errno. */
 int vp_set_class(struct vp *vp, int kclass);
+/* The calling kernel thread's class (VP_CLASS), from the kernel;
+ * SCHED_OTHER if it cannot say. */
+int vp_class_self(void);
 /* Install `mask` (signals 1..64, bit sig-1) as the calling kernel thread's
  * blocked set, and record it in its VP (vp->kmask).  No C library involved:
  * its internal signals stay as they are. */

@@ -212,9 +212,8 @@ static void tick(void *uc)
 	/* A kick whose thread another VP took left this one raised
 	 * (sched_class_raise): back to the class of what it runs, unless
 	 * the tick came inside a lock (that of vp_set_class, say). */
-	if (v != NULL && v->current != NULL && v->vp.crit == 0 &&
-	    v->current->kclass != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed))
-		sched_class_install(v->current, v);
+	if (v != NULL && v->current != NULL && v->vp.crit == 0)
+		sched_class_sync(v->current, v);
 	if (v != NULL && v->current != NULL && v->vp.crit == 0 && !protected_pc(vp_signal_pc(uc)))
 		cancel_async_check();
 }

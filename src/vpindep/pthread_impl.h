@@ -137,8 +137,6 @@ struct ult {
 	struct sched_param sched_param;
 	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
 				    * and SCHED_RR, 0 otherwise (sched.c orders by it) */
-	int kclass;                /* VP_CLASS of the two: what its VP's kernel thread
-				    * takes while it runs (sched_class_install) */
 	bool inherit_sched;
 	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
 				    * the process's; freed when the TCB is recycled */
@@ -416,6 +414,8 @@ void sig_resumed_slow(struct ult *self, struct vproc *v);
  * thread running here has it pending and unblocked and now owns it (run
  * the handler); false otherwise, after seeing to it that target gets it. */
 bool sig_poke_claim(void *target, int sig);
+/* What pthread_kill from this process gives on NPTL (tgkill: SI_TKILL). */
+void sig_tkill_info(siginfo_t *si, int sig);
 /* sigaction.c: the kernel runs libppl's trampoline for sig (the
  * application installed a handler), so a poke reaches the handler. */
 bool sig_has_handler(int sig);
@@ -439,8 +439,19 @@ int sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 void sig_adopt_pending(struct ult *m);
 /* On the VP's kernel thread: record the mask the kernel thread has. */
 void sig_vp_init(struct vproc *v);
-/* schedparam.c: give v's kernel thread the class of t, which runs there. */
-void sched_class_install(struct ult *t, struct vproc *v);
+/* The class (VP_CLASS) a VP's kernel thread takes while t runs there. */
+static inline int ult_kclass(const struct ult *t)
+{
+	return VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
+}
+/* Give v's kernel thread the class of t, which runs there: a compare, and
+ * one system call only when they differ (vp_set_class). */
+static inline void sched_class_sync(const struct ult *t, struct vproc *v)
+{
+	int c = ult_kclass(t);
+	if (ppl_unlikely(c != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)))
+		vp_set_class(&v->vp, c);
+}
 /* schedparam.c: t, real-time, is queued on v to run there next: raise
  * v's kernel thread to t's class if it ranks lower, so that the kernel
  * gives it a CPU that a lower real-time kernel thread holds. */
@@ -451,8 +462,7 @@ void sched_class_raise(struct vproc *v, const struct ult *t);
 static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	if (ppl_unlikely(self->kclass != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)))
-		sched_class_install(self, v);
+	sched_class_sync(self, v);
 	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
@@ -549,13 +559,12 @@ static inline int sched_prio_of(int policy, const struct sched_param *p)
 {
 	return policy == SCHED_FIFO || policy == SCHED_RR ? p->sched_priority : 0;
 }
-/* Set t's policy and priority, and what the scheduler and the kernel go by. */
+/* Set t's policy and priority, and the priority the scheduler goes by. */
 static inline void ult_set_sched(struct ult *t, int policy, const struct sched_param *p)
 {
 	t->sched_policy = policy;
 	t->sched_param = *p;
 	t->prio = sched_prio_of(policy, p);
-	t->kclass = VP_CLASS(policy, p->sched_priority);
 }
 void key_run_destructors(struct ult *t);
 void ult_recycle(struct ult *t);

@@ -345,15 +345,23 @@ static struct vproc *prio_victim(int prio)
 	return victim;
 }
 
+/* A thread was just queued on v: if v sleeps, take its sleep (the caller
+ * then resumes it).  The fence pairs with idle_wait's: either v sees the
+ * thread before it sleeps, or this sees it asleep. */
+static bool take_sleeper(struct vproc *v)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	int one = 1;
+	return atomic_compare_exchange_strong(&v->sleeping, &one, 0);
+}
+
 void sched_push(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
 	struct vproc *home = t->home;
 	if (ppl_unlikely(home != NULL)) {
 		rq_push(home, t);
-		atomic_thread_fence(memory_order_seq_cst);
-		int one = 1;
-		if (atomic_compare_exchange_strong(&home->sleeping, &one, 0)) {
+		if (take_sleeper(home)) {
 			if (ppl_unlikely(t->prio > 0))
 				sched_class_raise(home, t);
 			vp_resume(&home->vp);
@@ -373,9 +381,7 @@ void sched_push(struct ult *t)
 			/* Idle: raised first, it may have to take its CPU from
 			 * a real-time kernel thread of lower priority. */
 			sched_class_raise(victim, t);
-			atomic_thread_fence(memory_order_seq_cst);
-			int one = 1;
-			if (atomic_compare_exchange_strong(&victim->sleeping, &one, 0))
+			if (take_sleeper(victim))
 				vp_resume(&victim->vp);
 		}
 		monitor_note_ready();
@@ -383,10 +389,8 @@ void sched_push(struct ult *t)
 	}
 	/* Work queued on a sleeping VP (a push from a bound VP or a foreign
 	 * thread) must not wait for a spinner that steals only one thread:
-	 * wake the owner of the queue itself. */
-	atomic_thread_fence(memory_order_seq_cst);
-	int one = 1;
-	if (target != this_vp() && atomic_compare_exchange_strong(&target->sleeping, &one, 0))
+	 * wake the owner of the queue itself (wake_idle_vp fences too). */
+	if (target != this_vp() && take_sleeper(target))
 		vp_resume(&target->vp);
 	else
 		wake_idle_vp();
@@ -561,8 +565,7 @@ void sched_prio_changed(void)
 	if (v == NULL || v->current == NULL)
 		return;
 	atomic_store_explicit(&v->cur_prio, v->current->prio, memory_order_relaxed);
-	if (v->current->kclass != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed))
-		sched_class_install(v->current, v);
+	sched_class_sync(v->current, v);
 	if (sched_top_ready(v) > v->current->prio)
 		sched_yield_min(v->current->prio + 1, false);
 }

@@ -9,7 +9,7 @@
  *    applies at the thread's next queueing; the caller's own change gives
  *    way at once to a ready thread that now outranks it.
  *  - The kernel sees VPs, not user threads, so a VP's kernel thread takes
- *    the policy and priority of the user thread it runs (its `kclass`):
+ *    the policy and priority of the user thread it runs (ult_kclass):
  *    the kernel then ranks a real-time thread of libppl against other
  *    processes as it ranks NPTL's, which preempts them.  Installed when a
  *    thread resumes on a VP whose kernel thread has another class (one
@@ -165,11 +165,8 @@ int ppl_sched_getparam(pid_t pid, struct sched_param *p)
  * started under chrt, say). */
 void sched_params_init(struct ult *m)
 {
-	long policy = syscall(SYS_sched_getscheduler, 0);
-	struct sched_param p = { 0 };
-	if (policy < 0 || syscall(SYS_sched_getparam, 0, &p) != 0)
-		policy = SCHED_OTHER, p.sched_priority = 0;
-	ult_set_sched(m, (int)policy & ~SCHED_RESET_ON_FORK, &p);
+	int c = vp_class_self();
+	ult_set_sched(m, VP_CLASS_POLICY(c), &(struct sched_param){ .sched_priority = VP_CLASS_PRIO(c) });
 }
 
 /* ---- the kernel's view: a VP's class ----------------------------------------------- */
@@ -181,15 +178,10 @@ static int class_rank(int kclass)
 	return policy == SCHED_FIFO || policy == SCHED_RR ? VP_CLASS_PRIO(kclass) : 0;
 }
 
-void sched_class_install(struct ult *t, struct vproc *v)
-{
-	vp_set_class(&v->vp, t->kclass);
-}
-
 void sched_class_raise(struct vproc *v, const struct ult *t)
 {
 	if (class_rank(atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)) < t->prio)
-		vp_set_class(&v->vp, t->kclass);
+		vp_set_class(&v->vp, ult_kclass(t));
 }
 
 /* ---- affinity ------------------------------------------------------------------------ */

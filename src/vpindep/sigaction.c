@@ -82,12 +82,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 			}
 			return;
 		}
-		/* What pthread_kill gives on NPTL (tgkill). */
-		memset(&tkill, 0, sizeof tkill);
-		tkill.si_signo = sig;
-		tkill.si_code = SI_TKILL;
-		tkill.si_pid = si->si_pid;
-		tkill.si_uid = si->si_uid;
+		sig_tkill_info(&tkill, sig);   /* the poker is this process */
 		si = &tkill;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);

@@ -188,6 +188,15 @@ static void sig_kick(struct ult *t, int sig)
 		vp_signal(&v->vp, sig);
 }
 
+void sig_tkill_info(siginfo_t *si, int sig)
+{
+	memset(si, 0, sizeof *si);
+	si->si_signo = sig;
+	si->si_code = SI_TKILL;
+	si->si_pid = getpid();
+	si->si_uid = getuid();
+}
+
 bool sig_poke_claim(void *target, int sig)
 {
 	struct vproc *v = (struct vproc *)vp_current();
@@ -358,13 +367,8 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 			continue;
 		atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
 		int sig = __builtin_ctzll(b) + 1;
-		if (info != NULL) {
-			memset(info, 0, sizeof *info);
-			info->si_signo = sig;
-			info->si_code = SI_TKILL;
-			info->si_pid = getpid();
-			info->si_uid = getuid();
-		}
+		if (info != NULL)
+			sig_tkill_info(info, sig);
 		return sig;
 	}
 	siginfo_t si;
@@ -381,11 +385,7 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 		if (target == self) {
 			if (atomic_fetch_and_explicit(&self->sigpending, ~bit(r),
 						      memory_order_acq_rel) & bit(r)) {
-				memset(&si, 0, sizeof si);
-				si.si_signo = r;
-				si.si_code = SI_TKILL;
-				si.si_pid = getpid();
-				si.si_uid = getuid();
+				sig_tkill_info(&si, r);
 				break;
 			}
 		} else if (atomic_load_explicit(&((struct ult *)target)->sigpending,

@@ -33,20 +33,6 @@ static void record(int prio)
 	order[atomic_fetch_add(&nrec, 1)] = prio;
 }
 
-static pthread_t spawn(int prio, void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t a;
-	struct sched_param sp = { .sched_priority = prio };
-	CHECK_OK(pthread_attr_init(&a));
-	CHECK_OK(pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED));
-	CHECK_OK(pthread_attr_setschedpolicy(&a, SCHED_FIFO));
-	CHECK_OK(pthread_attr_setschedparam(&a, &sp));
-	pthread_t t;
-	CHECK_OK(pthread_create(&t, &a, fn, arg));
-	CHECK_OK(pthread_attr_destroy(&a));
-	return t;
-}
-
 static void nap(void)
 {
 	usleep(2000);
@@ -96,7 +82,7 @@ static void test_sem_order(void)
 	atomic_store(&ready, 0);
 	atomic_store(&nrec, 0);
 	for (int i = 0; i < N; i++)
-		t[i] = spawn(prios[i], sem_waiter, (void *)(long)prios[i]);
+		t[i] = tp_spawn_sched(SCHED_FIFO, prios[i], sem_waiter, (void *)(long)prios[i]);
 	wait_blocked();
 	for (int i = 0; i < N; i++) {
 		CHECK(sem_post(&sem) == 0);
@@ -116,7 +102,7 @@ static void test_mutex_order(void)
 	atomic_store(&nrec, 0);
 	CHECK_OK(pthread_mutex_lock(&mutex));
 	for (int i = 0; i < N; i++)
-		t[i] = spawn(prios[i], mutex_waiter, (void *)(long)prios[i]);
+		t[i] = tp_spawn_sched(SCHED_FIFO, prios[i], mutex_waiter, (void *)(long)prios[i]);
 	wait_blocked();
 	CHECK_OK(pthread_mutex_unlock(&mutex));
 	for (int i = 0; i < N; i++)
@@ -135,7 +121,7 @@ static void *mark(void *arg)
 static void test_create_preempts(void)
 {
 	atomic_store(&ran, 0);
-	pthread_t t = spawn(60, mark, NULL);
+	pthread_t t = tp_spawn_sched(SCHED_FIFO, 60, mark, NULL);
 	CHECK(atomic_load(&ran) == 1);   /* it ran first: it outranks main */
 	CHECK_OK(pthread_join(t, NULL));
 }
@@ -153,8 +139,8 @@ static void test_no_lower_while_higher_runs(void)
 {
 	int seen = -1;
 	atomic_store(&ran, 0);
-	pthread_t hi = spawn(40, computer, &seen);
-	pthread_t lo = spawn(20, mark, NULL);
+	pthread_t hi = tp_spawn_sched(SCHED_FIFO, 40, computer, &seen);
+	pthread_t lo = tp_spawn_sched(SCHED_FIFO, 20, mark, NULL);
 	CHECK_OK(pthread_join(hi, NULL));
 	CHECK(seen == 0);   /* the lower priority waited for the whole 100 ms */
 	CHECK_OK(pthread_join(lo, NULL));
@@ -189,7 +175,8 @@ static void test_affinity_yield(int cpu_id)
 	CPU_ZERO(&cpu);
 	CPU_SET(cpu_id, &cpu);
 	/* Equal priorities, below main's: they run while main joins. */
-	pthread_t a = spawn(20, taker, &cpu), b = spawn(20, taker, &cpu);
+	pthread_t a = tp_spawn_sched(SCHED_FIFO, 20, taker, &cpu);
+	pthread_t b = tp_spawn_sched(SCHED_FIFO, 20, taker, &cpu);
 	void *ra, *rb;
 	CHECK_OK(pthread_join(a, &ra));
 	CHECK_OK(pthread_join(b, &rb));

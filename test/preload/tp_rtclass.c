@@ -35,20 +35,6 @@ static int kernel_policy(int *prio)
 	return (int)syscall(SYS_sched_getscheduler, 0) & ~SCHED_RESET_ON_FORK;
 }
 
-static pthread_t spawn(int policy, int prio, void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t a;
-	struct sched_param sp = { .sched_priority = prio };
-	CHECK_OK(pthread_attr_init(&a));
-	CHECK_OK(pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED));
-	CHECK_OK(pthread_attr_setschedpolicy(&a, policy));
-	CHECK_OK(pthread_attr_setschedparam(&a, &sp));
-	pthread_t t;
-	CHECK_OK(pthread_create(&t, &a, fn, arg));
-	CHECK_OK(pthread_attr_destroy(&a));
-	return t;
-}
-
 static void *kernel_view(void *arg)
 {
 	int prio, policy = kernel_policy(&prio);
@@ -64,8 +50,8 @@ static void *kernel_view(void *arg)
 static void test_kernel_view(void)
 {
 	int fifo[2] = { SCHED_FIFO, 30 }, other[2] = { SCHED_OTHER, 0 };
-	CHECK_OK(pthread_join(spawn(SCHED_FIFO, 30, kernel_view, fifo), NULL));
-	CHECK_OK(pthread_join(spawn(SCHED_OTHER, 0, kernel_view, other), NULL));
+	CHECK_OK(pthread_join(tp_spawn_sched(SCHED_FIFO, 30, kernel_view, fifo), NULL));
+	CHECK_OK(pthread_join(tp_spawn_sched(SCHED_OTHER, 0, kernel_view, other), NULL));
 	int prio;
 	CHECK(kernel_policy(&prio) == SCHED_OTHER && prio == 0);
 }
@@ -95,7 +81,7 @@ static void test_wins_cpu(void)
 			;
 	}
 	long long wall = 0;
-	CHECK_OK(pthread_join(spawn(SCHED_FIFO, 20, compute, &wall), NULL));
+	CHECK_OK(pthread_join(tp_spawn_sched(SCHED_FIFO, 20, compute, &wall), NULL));
 	kill(hog, SIGKILL);
 	CHECK(waitpid(hog, NULL, 0) == hog);
 	if (wall > 300000000) {
@@ -119,7 +105,7 @@ static void test_raise(void)
 	struct sched_param sp = { .sched_priority = 50 };
 	CHECK_OK(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp));
 	long long t0 = tp_now_ns();
-	pthread_t t = spawn(SCHED_FIFO, 60, set_flag, NULL);
+	pthread_t t = tp_spawn_sched(SCHED_FIFO, 60, set_flag, NULL);
 	while (!atomic_load(&flag) && tp_now_ns() - t0 < 2000000000LL)
 		;
 	long long took = tp_now_ns() - t0;

@@ -4,6 +4,8 @@
 #ifndef TP_UTIL_H
 #define TP_UTIL_H
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,21 @@
 			exit(1);                                                     \
 		}                                                                    \
 	} while (0)
+
+/* Start fn(arg) with the given policy and priority (explicit scheduling). */
+static inline pthread_t tp_spawn_sched(int policy, int prio, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	struct sched_param sp = { .sched_priority = prio };
+	CHECK_OK(pthread_attr_init(&a));
+	CHECK_OK(pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED));
+	CHECK_OK(pthread_attr_setschedpolicy(&a, policy));
+	CHECK_OK(pthread_attr_setschedparam(&a, &sp));
+	pthread_t t;
+	CHECK_OK(pthread_create(&t, &a, fn, arg));
+	CHECK_OK(pthread_attr_destroy(&a));
+	return t;
+}
 
 static inline long long tp_now_ns(void)
 {
