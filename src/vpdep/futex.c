@@ -1,6 +1,6 @@
-/* Futex wait/wake: VP sleep and blocking of kernel threads libppl did not
- * create.  All futexes are process-private: libppl objects are not
- * PTHREAD_PROCESS_SHARED-capable across processes. */
+/* Futex wait/wake: VP sleep, blocking of kernel threads libppl did not
+ * create (process-private words), and the kernel side of
+ * PTHREAD_PROCESS_SHARED objects (shared words, parklot.c). */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -9,6 +9,10 @@
 #include <time.h>
 
 #include "futex.h"
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449   /* Linux 5.16, the same number on every architecture */
+#endif
 #include "vpdep.h"
 
 int futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
@@ -52,4 +56,28 @@ void futex_wake(_Atomic uint32_t *addr, int n)
 	/* Errors are impossible for a valid private futex address; a bad
 	 * address is the caller's bug and shows up as a lost wake-up in tests. */
 	(void)futex_sys(addr, FUTEX_WAKE_PRIVATE, (uint32_t)(n < 0 ? INT_MAX : n), NULL, 0);
+}
+
+int futex_wait_shared(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime)
+{
+	/* No FUTEX_PRIVATE_FLAG: the kernel keys the wait by the page, so a
+	 * waker in another process finds it. */
+	return futex_sys(addr, FUTEX_WAIT_BITSET, val, abstime, FUTEX_BITSET_MATCH_ANY);
+}
+
+int futex_wait_either(_Atomic uint32_t *addr, uint32_t val, _Atomic uint32_t *intr,
+		      uint32_t intr_val, const struct timespec *abstime)
+{
+	struct futex_waitv w[2] = {
+		{ .val = val, .uaddr = (uintptr_t)addr, .flags = FUTEX_32 },
+		{ .val = intr_val, .uaddr = (uintptr_t)intr, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG },
+	};
+	/* Returns the index of the word woken; the deadline is absolute. */
+	long r = syscall(SYS_futex_waitv, w, 2, 0, abstime, CLOCK_MONOTONIC);
+	return r < 0 ? errno : 0;
+}
+
+void futex_wake_shared(_Atomic uint32_t *addr, int n)
+{
+	(void)futex_sys(addr, FUTEX_WAKE, (uint32_t)(n < 0 ? INT_MAX : n), NULL, 0);
 }

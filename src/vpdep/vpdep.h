@@ -184,13 +184,24 @@ void vp_tick_stop(struct vp *vp);
 /* The program counter the signal interrupted, from the handler's ucontext. */
 uintptr_t vp_signal_pc(const void *uc);
 
-/* ---- futexes (foreign kernel threads and VP sleep) ------------------------- */
+/* ---- futexes (foreign kernel threads, VP sleep, process-shared objects) ---- */
 
 /* Wait while *addr == val.  abstime (on clock clk) may be NULL.
  * Returns 0, EAGAIN (value changed), EINTR or ETIMEDOUT. */
 int futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
 	       clockid_t clk);
 void futex_wake(_Atomic uint32_t *addr, int n);
+/* Process-shared words (PTHREAD_PROCESS_SHARED objects, which another
+ * process may wait on or wake).  futex_wait_shared waits while
+ * *addr == val, until the absolute CLOCK_MONOTONIC time abstime (NULL:
+ * none).  futex_wait_either also ends when the private word *intr leaves
+ * intr_val or is woken, so another thread can interrupt the wait; it
+ * returns ENOSYS on kernels before 5.16 (no futex_waitv).  Both return 0
+ * (woken), EAGAIN (a word differed), EINTR or ETIMEDOUT. */
+int futex_wait_shared(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime);
+int futex_wait_either(_Atomic uint32_t *addr, uint32_t val, _Atomic uint32_t *intr,
+		      uint32_t intr_val, const struct timespec *abstime);
+void futex_wake_shared(_Atomic uint32_t *addr, int n);
 
 /* ---- clocks --------------------------------------------------------------- */
 

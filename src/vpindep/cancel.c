@@ -38,6 +38,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "parklot.h"
 #include "pthread_impl.h"
 
 /* The last real-time signal: glibc keeps the first two (SIGCANCEL and
@@ -143,6 +144,11 @@ static void signal_setup(void);
 static bool acts_deferred(int c)
 {
 	return (c & (CANCEL_DISABLED | CANCEL_PENDING | CANCEL_ACTING)) == CANCEL_PENDING;
+}
+
+bool cancel_requested(struct ult *t)
+{
+	return acts_deferred(atomic_load_explicit(&t->cancel, memory_order_seq_cst));
 }
 
 static void unmark(struct vproc *v, struct ult *t)
@@ -310,8 +316,12 @@ int ppl_pthread_cancel(pthread_t th)
 	}
 	bool async = (old & CANCEL_ASYNC) != 0;
 	cancel_wake(t, async);
+	/* In a process-shared wait in the kernel: woken there, it acts on
+	 * the request on its way out (no signal then, which could unwind it
+	 * out of parklot.c's bookkeeping). */
+	bool kwait = pshared_interrupt(t, async);
 	syscall_kick(t);
-	if (!async || t->foreign)
+	if (!async || t->foreign || kwait)
 		return 0;
 	signal_setup();
 	if (atomic_load_explicit(&t->state, memory_order_seq_cst) != ULT_RUNNING)

@@ -5,10 +5,10 @@
  *
  * Conservative by construction: a false report is worse than a missed one.
  * Anything that could still wake a thread vetoes it: a VP running, in a
- * system call or lent; a timer armed (timed waits, sleeps, pshared waits,
- * which poll); a kernel thread libppl did not make (it may call in later,
- * such as the C library's SIGEV_THREAD helper); a foreign thread that did
- * call in. */
+ * system call (a process-shared wait's leader is one) or lent; a timer
+ * armed (timed waits, sleeps); a kernel thread libppl did not make (it may
+ * call in later, such as the C library's SIGEV_THREAD helper); a foreign
+ * thread that did call in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -2,13 +2,14 @@
  *  - parklot_*: user-level parking keyed by address, for objects too small to
  *    hold a wait queue (pthread_once_t).  Never a kernel call between ULTs.
  *  - pshared_*: waits for PTHREAD_PROCESS_SHARED objects, whose wait queues
- *    cannot hold pointers valid in another process: a shared kernel futex
- *    for threads that own their kernel thread, polling with ULT sleeps on a
- *    shared VP (see parklot.c and docs/sync.md). */
+ *    cannot hold pointers valid in another process: a shared kernel futex,
+ *    waited on by one user thread of the process per word while the others
+ *    park behind it (see parklot.c and docs/sync.md). */
 #ifndef PPL_PARKLOT_H
 #define PPL_PARKLOT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Park the calling thread while *addr == val (checked under the bucket lock,
@@ -21,11 +22,18 @@ void parklot_wake_all(_Atomic uint32_t *addr);
 /* Block until *addr != val, or until the monotonic deadline (ns, -1: none)
  * passes.  Returns 0 (value seen changed, or spuriously) or ETIMEDOUT. */
 int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns);
-/* The same as a cancellation point: ECANCELED when pthread_cancel wakes a
- * polling thread (a thread owning its kernel thread is not woken). */
+/* The same as a cancellation point: ECANCELED when pthread_cancel ends
+ * the wait (the caller restores its invariants, then calls cancel_act). */
 int pshared_wait_cp(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns);
-/* Wake up to n kernel-level waiters on addr, in any process. */
+/* Wake up to n kernel-level waiters on addr, in any process; each one
+ * woken in a process under libppl releases one of its waiters there, or
+ * all of them if the word changed for them. */
 void pshared_wake(_Atomic uint32_t *addr, int n);
+struct ult;
+/* pthread_cancel's side: if t waits in the kernel in pshared_wait (a
+ * cancellation point, or any with async), end that wait; true then, and
+ * t acts on the request on its way out. */
+bool pshared_interrupt(struct ult *t, bool async);
 
 /* Forked child: empty every bucket and reset its lock. */
 void parklot_atfork_child(void);

@@ -184,6 +184,11 @@ struct ult {
 	int park_flags;            /* PARK_* of that park (under park_lock) */
 	struct vproc *_Atomic cp_vp; /* VP whose kernel thread runs its cancellable
 				    * system call, or NULL (cancel.c) */
+	/* process-shared waits (parklot.c) */
+	const void *pwait;         /* word it follows a leader on, under the bucket lock, */
+	uint32_t pwait_val;        /* ... while the word holds this value */
+	_Atomic uint32_t kintr;    /* bumped to interrupt its kernel-level wait */
+	_Atomic int kwait;         /* nonzero while in one (parklot.c: KWAIT_ON | PARK_CP) */
 	spin_t sleep_lock;         /* a cancellable sleep parks on sleep_q under it */
 	struct waitq sleep_q;
 	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */
@@ -352,6 +357,8 @@ int sched_park_flags(spin_t *lock, struct waitq *q, const struct timespec *absti
 bool sched_interrupt(struct ult *t, int need, int result);
 /* Act on a pending cancellation request if cancellation is enabled. */
 void cancel_point(void);
+/* A deferred request t would act on at a cancellation point. */
+bool cancel_requested(struct ult *t);
 /* Act on the request now: unwind the calling thread with PTHREAD_CANCELED. */
 _Noreturn void cancel_act(void);
 /* Asynchronous type, enabled and pending: act now (after a libppl call that
