@@ -54,16 +54,44 @@ static int default_vps(void)
 	return n > 0 ? (int)n : 1;
 }
 
+/* A forked child's VPs of the parent, for vproc_new to reuse.  Freeing
+ * them in the child would write to memory it shares copy-on-write with
+ * the parent, and freeing a large timer heap makes malloc consolidate
+ * (and so copy) much of the inherited heap: 200 forks after a burst of
+ * timed waits spent more time there than in fork itself. */
+static spin_t leftover_lock;
+static struct vproc *leftover;
+
 static struct vproc *vproc_new(int id)
 {
-	struct vproc *v = aligned_alloc(64, (sizeof *v + 63) & ~(size_t)63);
-	if (v == NULL)
-		return NULL;
+	spin_lock(&leftover_lock);
+	struct vproc *v = leftover;
+	if (v != NULL)
+		leftover = v->spare_next;
+	spin_unlock(&leftover_lock);
+	struct timer **heap = NULL;
+	size_t heap_cap = 0;
+	if (v != NULL) {
+		heap = v->heap;
+		heap_cap = v->heap_cap;
+	} else {
+		v = aligned_alloc(64, (sizeof *v + 63) & ~(size_t)63);
+		if (v == NULL)
+			return NULL;
+	}
 	memset(v, 0, sizeof *v);
+	v->heap = heap;
+	v->heap_cap = heap_cap;
 	v->vp.id = id;
 	atomic_store(&v->next_deadline, INT64_MAX);
 	atomic_store(&v->cur_prio, -1);
 	return v;
+}
+
+static void vproc_free(struct vproc *v)
+{
+	free(v->heap);
+	free(v);
 }
 
 static void vp0_idle(void *arg)
@@ -89,7 +117,7 @@ static int start_vps(int from, int to)
 			if (err) {
 				ppl_rt.vps[i] = NULL;
 				ppl_rt.nvps_total = i;
-				free(v);
+				vproc_free(v);
 				return EAGAIN;
 			}
 			monitor_count_kthread();
@@ -286,7 +314,7 @@ int ppl_bind_new_vp(struct ult *t)
 	sched_push(t);
 	int err = vp_create(&v->vp, sched_vp_main);
 	if (err) {
-		free(v);
+		vproc_free(v);
 		t->bound = false;
 		t->home = NULL;
 		return EAGAIN;
@@ -322,20 +350,21 @@ void ppl_runtime_fork_child(void)
 	atomic_store_explicit(&spin_orphans, true, memory_order_relaxed);
 	self->fork_gen = ++ppl_rt.fork_gen;
 	spin_init(&ppl_rt.lock);
+	spin_init(&leftover_lock);
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *o = ppl_rt.vps[i];
 		ppl_rt.vps[i] = NULL;
 		if (o == NULL || o == v)
 			continue;
 		stack_free(&o->idle_stack);
-		free(o->heap);
-		free(o);
+		o->spare_next = leftover;
+		leftover = o;
 	}
 	for (struct vproc *o = ppl_rt.spare_bound; o; ) {
 		struct vproc *next = o->spare_next;
 		if (o != v) {
-			free(o->heap);
-			free(o);
+			o->spare_next = leftover;
+			leftover = o;
 		}
 		o = next;
 	}

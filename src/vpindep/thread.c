@@ -15,7 +15,7 @@
 
 #include "pthread_impl.h"
 
-#define TCB_CACHE_MAX 4096
+#define TCB_CACHE_MAX 256   /* TCBs kept with their stacks; see stack.c on fork */
 
 static spin_t cache_lock;
 static struct ult *cache;          /* recycled TCBs, each maybe with its stack */

@@ -1,10 +1,12 @@
-/* Stack arenas: sizes, guards, reuse, and many stacks in few mappings. */
+/* Stack arenas: sizes, guards, reuse, many stacks in few mappings, and what
+ * freed stacks keep resident (pages, guard markers, page tables). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -88,6 +90,71 @@ static void test_guard_faults(void **state)
 	stack_free(&s);
 }
 
+/* Page tables of this process, in KiB (VmPTE). */
+static long page_tables_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	assert_non_null(f);
+	char line[256];
+	long kib = -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmPTE: %ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int a = 0, b = 0;
+	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &a, &b) == 2 &&
+	       (a > major || (a == major && b >= minor));
+}
+
+/* Freed stacks past the hot ones give everything back: a reused one reads
+ * zero, faults in its guard again, and (Linux 6.14+) their page tables
+ * are gone.  Slots of 2 MiB or more end on a page table boundary. */
+static void test_cold_slots(void **state)
+{
+	enum { N = 300 };
+	static struct stack s[N];
+	const size_t size = (3 << 20) - 4096;   /* a class of its own: 3 MiB slots -> 4 MiB */
+	long before = page_tables_kib();
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(stack_alloc(size, 4096, &s[i]), 0);
+		assert_int_equal(((uintptr_t)s[i].lo + s[i].size) % (2u << 20), 0);
+		memset((char *)s[i].lo + s[i].size - 8192, 0x5a, 8192);
+	}
+	long touched = page_tables_kib();
+	void *last = s[N - 1].lo;
+	for (int i = 0; i < N; i++)
+		stack_free(&s[i]);
+	long freed = page_tables_kib();
+	print_message("page tables: %ld KiB before, %ld with %d stacks, %ld freed\n", before,
+		      touched, N, freed);
+	if (kernel_at_least(6, 14))
+		assert_true(freed - before < (touched - before) / 3);   /* the hot ones stay */
+
+	/* The last freed come back first: cold ones, zeroed, guarded again. */
+	struct stack r;
+	assert_int_equal(stack_alloc(size, 4096, &r), 0);
+	assert_ptr_equal(r.lo, last);
+	const char *top = (const char *)r.lo + r.size - 8192;
+	for (int i = 0; i < 8192; i++)
+		assert_int_equal(top[i], 0);
+	struct sigaction sa = { .sa_handler = on_segv }, old;
+	sigaction(SIGSEGV, &sa, &old);
+	volatile int faulted = 0;
+	if (sigsetjmp(jb, 1) == 0)
+		*((volatile char *)r.lo - 1) = 1;
+	else
+		faulted = 1;
+	sigaction(SIGSEGV, &old, NULL);
+	assert_int_equal(faulted, 1);
+	stack_free(&r);
+}
+
 static void test_default_size(void **state)
 {
 	size_t d = stack_default_size();
@@ -104,6 +171,7 @@ int main(void)
 		cmocka_unit_test(test_reuse),
 		cmocka_unit_test(test_many_stacks_few_mappings),
 		cmocka_unit_test(test_guard_faults),
+		cmocka_unit_test(test_cold_slots),
 		cmocka_unit_test(test_default_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
