@@ -352,8 +352,9 @@ int ppl_pthread_attr_getguardsize(const pthread_attr_t *a, size_t *v)
 
 /* ---- GNU extensions: affinity, signal mask ------------------------------------------ */
 
-/* Stored for the thread to apply: only a SCOPE_SYSTEM thread owns a kernel
- * thread that the set can describe. */
+/* Applied by pthread_create as pthread_setaffinity_np would (schedparam.c):
+ * a user thread keeps to one VP, a SCOPE_SYSTEM thread's kernel thread
+ * takes the set. */
 int ppl_pthread_attr_setaffinity_np(pthread_attr_t *a, size_t n, const cpu_set_t *s)
 {
 	struct attr *at = A(a);
@@ -555,6 +556,11 @@ void attr_read(const pthread_attr_t *a, struct thread_attrs *out)
 	}
 	const struct attr *at = CA(a);
 	decode(at, stacksize_of(at), out);
+	if (at->ext != NULL) {
+		out->cpuset = at->ext->cpuset;
+		out->cpusetsize = at->ext->cpuset ? at->ext->cpusetsize : 0;
+		out->sigmask = at->ext->sigmask_set ? &at->ext->sigmask : NULL;
+	}
 }
 
 int attr_write(pthread_attr_t *a, const struct thread_attrs *in)

@@ -326,6 +326,7 @@ int ppl_bind_new_vp(struct ult *t)
 void ppl_unbind_vp(struct ult *t)
 {
 	struct vproc *v = t->vp;
+	sched_affinity_bound(t, false);
 	v->bound_to = NULL;
 	atomic_store(&v->retired, true);
 	spin_lock(&ppl_rt.lock);

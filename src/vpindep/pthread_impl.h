@@ -463,6 +463,8 @@ static inline void sched_class_sync(const struct ult *t, struct vproc *v)
  * v's kernel thread to t's class if it ranks lower, so that the kernel
  * gives it a CPU that a lower real-time kernel thread holds. */
 void sched_class_raise(struct vproc *v, const struct ult *t);
+/* A new thread's mask is `set` instead of its creator's (attribute). */
+void sig_thread_mask(struct ult *t, const sigset_t *set);
 /* Called by a user thread each time it resumes: give its kernel thread its
  * scheduling class and its signal mask if its VP has others, and raise
  * what is pending for it. */
@@ -548,6 +550,11 @@ struct thread_attrs {
 	int inheritsched;          /* PTHREAD_*_SCHED */
 	int policy;
 	struct sched_param param;
+	/* GNU extensions, pointing into the caller's attribute (NULL: none;
+	 * never set from the process default) */
+	const cpu_set_t *cpuset;   /* pthread_attr_setaffinity_np */
+	size_t cpusetsize;
+	const sigset_t *sigmask;   /* pthread_attr_setsigmask_np */
 };
 
 /* Decode `a` (NULL: the process default set by pthread_setattr_default_np). */
@@ -559,6 +566,9 @@ int attr_write(pthread_attr_t *a, const struct thread_attrs *in) PPL_MUST_CHECK;
 
 /* The initial thread's policy and priority, from its kernel thread (schedparam.c). */
 void sched_params_init(struct ult *m);
+/* On a SCOPE_SYSTEM thread's kernel thread: take its pthread_create
+ * affinity (start), or give the process's back as it exits (!start). */
+void sched_affinity_bound(struct ult *t, bool start);
 /* A pthread_t that names no thread (NULL, or a recycled TCB). */
 bool ult_stale(struct ult *t);
 /* The priority the scheduler orders t by (struct ult's prio). */

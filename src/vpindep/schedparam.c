@@ -163,8 +163,16 @@ int ppl_sched_getparam(pid_t pid, struct sched_param *p)
 
 /* The initial thread starts with what its kernel thread has (a program
  * started under chrt, say). */
+/* The CPUs of the initial thread at start-up, which every VP's kernel
+ * thread inherits: what a SCOPE_SYSTEM VP returns to when the thread that
+ * pinned it exits (the next bound thread reuses the VP). */
+static cpu_set_t process_cpus;
+static bool process_cpus_known;
+
 void sched_params_init(struct ult *m)
 {
+	process_cpus_known = syscall(SYS_sched_getaffinity, 0, sizeof process_cpus,
+				     &process_cpus) > 0;
 	int c = vp_class_self();
 	ult_set_sched(m, VP_CLASS_POLICY(c), &(struct sched_param){ .sched_priority = VP_CLASS_PRIO(c) });
 }
@@ -239,6 +247,18 @@ int ppl_pthread_setaffinity_np(pthread_t th, size_t n, const cpu_set_t *set)
 	if (t == ult_self() && vp != NULL && vp != t->vp)
 		sched_yield_ult();   /* moves there now */
 	return 0;
+}
+
+void sched_affinity_bound(struct ult *t, bool start)
+{
+	if (t->cpuset == NULL)
+		return;
+	/* Checked by pthread_create (vp_for_set); the kernel's word on a
+	 * CPU that went offline since is the thread's problem, as on NPTL. */
+	if (start)
+		(void)syscall(SYS_sched_setaffinity, 0, t->cpusetsize, t->cpuset);
+	else if (process_cpus_known)
+		(void)syscall(SYS_sched_setaffinity, 0, sizeof process_cpus, &process_cpus);
 }
 
 int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)

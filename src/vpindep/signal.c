@@ -110,6 +110,11 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
 }
 
+void sig_thread_mask(struct ult *t, const sigset_t *set)
+{
+	t->sigmask = to_bits(set) & ~SIG_UNBLOCKABLE;
+}
+
 /* The main thread becomes a user thread (runtime start-up): signals it
  * blocked and got before then are pending on its kernel thread, which is
  * about to become VP 0, shared by every thread.  Take them off the kernel

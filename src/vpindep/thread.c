@@ -170,6 +170,8 @@ static void ult_entry(void *arg)
 		tls_thread_start(t->tls_used);
 		t->tls_used = true;
 	}
+	if (t->bound)
+		sched_affinity_bound(t, true);
 	jmp_buf landing;
 	if (setjmp(landing) == 0) {
 		unwind_set_landing(t, &landing);
@@ -236,6 +238,17 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		ult_set_sched(t, self->sched_policy, &self->sched_param);
 	} else {
 		ult_set_sched(t, at.policy, &at.param);
+	}
+	if (at.sigmask)
+		sig_thread_mask(t, at.sigmask);
+	if (at.cpuset) {
+		/* As pthread_setaffinity_np on it: a VP to keep to, or (for
+		 * a bound thread) a set its kernel thread takes as it starts. */
+		err = ppl_pthread_setaffinity_np((pthread_t)t, at.cpusetsize, at.cpuset);
+		if (err) {
+			ult_recycle(t);
+			return err;
+		}
 	}
 	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
 	if (tls_per_thread) {
