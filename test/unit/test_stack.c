@@ -74,19 +74,25 @@ static void test_many_stacks_few_mappings(void **state)
 static sigjmp_buf jb;
 static void on_segv(int sig) { siglongjmp(jb, 1); }
 
+/* A write just below the stack faults (its guard). */
+static bool guard_faults(const struct stack *s)
+{
+	struct sigaction sa = { .sa_handler = on_segv }, old;
+	sigaction(SIGSEGV, &sa, &old);
+	volatile bool faulted = false;
+	if (sigsetjmp(jb, 1) == 0)
+		*((volatile char *)s->lo - 1) = 1;
+	else
+		faulted = true;
+	sigaction(SIGSEGV, &old, NULL);
+	return faulted;
+}
+
 static void test_guard_faults(void **state)
 {
 	struct stack s;
 	assert_int_equal(stack_alloc(65536, 8192, &s), 0);
-	struct sigaction sa = { .sa_handler = on_segv }, old;
-	sigaction(SIGSEGV, &sa, &old);
-	volatile int faulted = 0;
-	if (sigsetjmp(jb, 1) == 0)
-		*((volatile char *)s.lo - 1) = 1;
-	else
-		faulted = 1;
-	sigaction(SIGSEGV, &old, NULL);
-	assert_int_equal(faulted, 1);
+	assert_true(guard_faults(&s));
 	stack_free(&s);
 }
 
@@ -143,15 +149,7 @@ static void test_cold_slots(void **state)
 	const char *top = (const char *)r.lo + r.size - 8192;
 	for (int i = 0; i < 8192; i++)
 		assert_int_equal(top[i], 0);
-	struct sigaction sa = { .sa_handler = on_segv }, old;
-	sigaction(SIGSEGV, &sa, &old);
-	volatile int faulted = 0;
-	if (sigsetjmp(jb, 1) == 0)
-		*((volatile char *)r.lo - 1) = 1;
-	else
-		faulted = 1;
-	sigaction(SIGSEGV, &old, NULL);
-	assert_int_equal(faulted, 1);
+	assert_true(guard_faults(&r));
 	stack_free(&r);
 }
 
