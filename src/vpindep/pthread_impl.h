@@ -112,6 +112,7 @@ struct ult {
 	bool is_main;              /* the process's initial thread */
 	bool bound;                /* PTHREAD_SCOPE_SYSTEM: owns a VP of its own */
 	struct vproc *vp;          /* VP it last ran on (valid while on a run queue) */
+	struct vproc *queued_on;   /* run queue it was last put on (sched_requeue's hint) */
 	struct vproc *home;        /* VP it must run on, or NULL: a bound thread's own
 				    * VP; VP 0 for the main thread in shared-TLS mode */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
@@ -407,6 +408,9 @@ void sched_push(struct ult *t);
 /* The calling thread's priority changed to t->prio: give way if a ready
  * thread now has a higher one (pthread_setschedparam & co.). */
 void sched_prio_changed(void);
+/* Another thread's priority changed: if it is ready on a run queue, queue
+ * it again, at the back of its new priority (as the kernel does). */
+void sched_requeue(struct ult *t);
 /* The user's sched_yield: as sched_yield_ult, and the kernel's sched_yield
  * when no user thread of at least the caller's priority is ready. */
 void sched_yield_user(void);

@@ -82,6 +82,7 @@ static void rt_changed(struct vproc *v, int d)
  * for SCHED_FIFO). */
 static inline void rq_insert(struct vproc *v, struct ult *t, bool front)
 {
+	t->queued_on = v;
 	t->next = NULL;
 	rq_len_add(v, 1);
 	if (ppl_likely(t->prio == 0)) {
@@ -154,6 +155,28 @@ static struct ult *rq_take_for(struct vproc *v, struct vproc *self, int min)
 		v->rq_tail = prev;
 	rq_len_add(v, -1);
 	return t;
+}
+
+/* Take t off v's queue if it is there (caller holds v->rq_lock). */
+static bool rq_remove(struct vproc *v, struct ult *t)
+{
+	for (struct ult **pp = &v->rt_head; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			list_unlink(pp);
+			rt_changed(v, -1);
+			rq_len_add(v, -1);
+			return true;
+		}
+	struct ult *prev = NULL;
+	for (struct ult **pp = &v->rq_head; *pp; prev = *pp, pp = &(*pp)->next)
+		if (*pp == t) {
+			list_unlink(pp);
+			if (v->rq_tail == t)
+				v->rq_tail = prev;
+			rq_len_add(v, -1);
+			return true;
+		}
+	return false;
 }
 
 /* The head of v's queue (caller holds v->rq_lock); the usual case, no
@@ -557,6 +580,19 @@ void sched_yield_user(void)
 	struct vproc *v = this_vp();
 	if (v == NULL || !yield_min(v, v->current->prio, false))
 		syscall(SYS_sched_yield);   /* as on NPTL: other processes may run */
+}
+
+void sched_requeue(struct ult *t)
+{
+	struct vproc *v = t->queued_on;
+	if (v == NULL || atomic_load_explicit(&t->state, memory_order_acquire) != ULT_READY)
+		return;
+	spin_lock(&v->rq_lock);
+	bool found = rq_remove(v, t);
+	spin_unlock(&v->rq_lock);
+	/* Off every queue and READY: nobody else moves it meanwhile. */
+	if (found)
+		sched_push(t);
 }
 
 void sched_prio_changed(void)

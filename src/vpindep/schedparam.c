@@ -5,9 +5,12 @@
  * Invariants
  *  - A thread's priority (struct ult's prio) is its sched_priority under
  *    SCHED_FIFO and SCHED_RR, 0 under the other policies; the scheduler
- *    orders run queues and wait queues by it (sched.c, waitq.c).  A change
- *    applies at the thread's next queueing; the caller's own change gives
- *    way at once to a ready thread that now outranks it.
+ *    orders run queues and wait queues by it (sched.c, waitq.c).  A ready
+ *    thread whose priority another thread changes is queued again, at the
+ *    back of its new priority (and may preempt, as any queueing); one on a
+ *    wait queue keeps its place, as a futex waiter does in the kernel; the
+ *    caller's own change gives way at once to a ready thread that now
+ *    outranks it.
  *  - The kernel sees VPs, not user threads, so a VP's kernel thread takes
  *    the policy and priority of the user thread it runs (ult_kclass):
  *    the kernel then ranks a real-time thread of libppl against other
@@ -70,6 +73,8 @@ static int set_params(struct ult *t, int policy, const struct sched_param *p)
 	ult_set_sched(t, policy, p);
 	if (t == ult_self())
 		sched_prio_changed();
+	else
+		sched_requeue(t);
 	return 0;
 }
 

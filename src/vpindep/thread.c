@@ -46,6 +46,7 @@ static struct ult *tcb_get(void)
 	t->next = t->prev = NULL;
 	t->foreign = t->is_main = t->bound = false;
 	t->vp = NULL;
+	t->queued_on = NULL;
 	t->home = NULL;
 	/* A foreign thread's until it says otherwise. */
 	ult_set_sched(t, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });

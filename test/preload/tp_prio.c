@@ -7,6 +7,8 @@
  *    pthread_create returns;
  *  - a lower priority thread does not run while a higher one computes
  *    (no time slice for SCHED_FIFO, and never to a lower priority);
+ *  - a ready thread whose priority main raises runs before one it was
+ *    queued behind;
  *  - threads pinned to the same CPU with pthread_setaffinity_np take turns
  *    at sched_yield (in a child forked before the pinning).
  * Needs root for SCHED_FIFO: without it, exit 77 (skipped). */
@@ -112,6 +114,12 @@ static void test_mutex_order(void)
 
 static atomic_int ran;
 
+static void *recorder(void *arg)
+{
+	record((int)(long)arg);
+	return NULL;
+}
+
 static void *mark(void *arg)
 {
 	atomic_store(&ran, 1);
@@ -145,6 +153,22 @@ static void test_no_lower_while_higher_runs(void)
 	CHECK(seen == 0);   /* the lower priority waited for the whole 100 ms */
 	CHECK_OK(pthread_join(lo, NULL));
 	CHECK(atomic_load(&ran) == 1);
+}
+
+/* Two ready threads of priority 10 that cannot run yet (main outranks
+ * them); main raises the second to 20: it runs first when main sleeps. */
+static void test_raise_ready(void)
+{
+	atomic_store(&nrec, 0);
+	pthread_t a = tp_spawn_sched(SCHED_FIFO, 10, recorder, (void *)10L);
+	pthread_t b = tp_spawn_sched(SCHED_FIFO, 10, recorder, (void *)20L);
+	struct sched_param sp = { .sched_priority = 20 };
+	CHECK_OK(pthread_setschedparam(b, SCHED_FIFO, &sp));
+	CHECK(atomic_load(&nrec) == 0);   /* neither has run yet */
+	CHECK_OK(pthread_join(a, NULL));
+	CHECK_OK(pthread_join(b, NULL));
+	CHECK(atomic_load(&nrec) == 2);
+	CHECK(order[0] == 20 && order[1] == 10);
 }
 
 static atomic_int turns, takers;
@@ -232,6 +256,7 @@ int main(void)
 	test_mutex_order();
 	test_create_preempts();
 	test_no_lower_while_higher_runs();
+	test_raise_ready();
 	printf("prio: ok\n");
 	return 0;
 }
