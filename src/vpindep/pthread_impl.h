@@ -408,8 +408,9 @@ void sched_push(struct ult *t);
 /* The calling thread's priority changed to t->prio: give way if a ready
  * thread now has a higher one (pthread_setschedparam & co.). */
 void sched_prio_changed(void);
-/* Another thread's priority changed: if it is ready on a run queue, queue
- * it again, at the back of its new priority (as the kernel does). */
+/* Another thread's priority changed: if it is ready on a run queue or
+ * waits on a wait queue, queue it again there, at the back of its new
+ * priority (as the kernel does for NPTL's threads and futex waiters). */
 void sched_requeue(struct ult *t);
 /* The user's sched_yield: as sched_yield_ult, and the kernel's sched_yield
  * when no user thread of at least the caller's priority is ready. */

@@ -582,10 +582,30 @@ void sched_yield_user(void)
 		syscall(SYS_sched_yield);   /* as on NPTL: other processes may run */
 }
 
+/* t waits on a queue (the park's lock says which, as for sched_interrupt):
+ * its place follows its new priority, at the back of that priority. */
+static void requeue_waiter(struct ult *t)
+{
+	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
+	if (lock == NULL)
+		return;
+	spin_lock(lock);
+	struct waitq *q = t->wait_q;
+	if (atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock && q != NULL) {
+		waitq_remove(q, t);
+		waitq_push(q, t);
+	}
+	spin_unlock(lock);
+}
+
 void sched_requeue(struct ult *t)
 {
 	struct vproc *v = t->queued_on;
-	if (v == NULL || atomic_load_explicit(&t->state, memory_order_acquire) != ULT_READY)
+	if (atomic_load_explicit(&t->state, memory_order_acquire) != ULT_READY) {
+		requeue_waiter(t);
+		return;
+	}
+	if (v == NULL)
 		return;
 	spin_lock(&v->rq_lock);
 	bool found = rq_remove(v, t);

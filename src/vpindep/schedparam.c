@@ -5,12 +5,11 @@
  * Invariants
  *  - A thread's priority (struct ult's prio) is its sched_priority under
  *    SCHED_FIFO and SCHED_RR, 0 under the other policies; the scheduler
- *    orders run queues and wait queues by it (sched.c, waitq.c).  A ready
- *    thread whose priority another thread changes is queued again, at the
- *    back of its new priority (and may preempt, as any queueing); one on a
- *    wait queue keeps its place, as a futex waiter does in the kernel; the
- *    caller's own change gives way at once to a ready thread that now
- *    outranks it.
+ *    orders run queues and wait queues by it (sched.c, waitq.c).  A
+ *    thread whose priority another thread changes is queued again where
+ *    it is, run queue or wait queue, at the back of its new priority (as
+ *    the kernel requeues NPTL's threads and futex waiters); the caller's
+ *    own change gives way at once to a ready thread that now outranks it.
  *  - The kernel sees VPs, not user threads, so a VP's kernel thread takes
  *    the policy and priority of the user thread it runs (ult_kclass):
  *    the kernel then ranks a real-time thread of libppl against other

@@ -8,7 +8,7 @@
  *  - a lower priority thread does not run while a higher one computes
  *    (no time slice for SCHED_FIFO, and never to a lower priority);
  *  - a ready thread whose priority main raises runs before one it was
- *    queued behind;
+ *    queued behind, and a mutex waiter gets the mutex first;
  *  - threads pinned to the same CPU with pthread_setaffinity_np take turns
  *    at sched_yield (in a child forked before the pinning).
  * Needs root for SCHED_FIFO: without it, exit 77 (skipped). */
@@ -171,6 +171,36 @@ static void test_raise_ready(void)
 	CHECK(order[0] == 20 && order[1] == 10);
 }
 
+static void *mutex_recorder(void *arg)
+{
+	atomic_fetch_add(&ready, 1);
+	CHECK_OK(pthread_mutex_lock(&mutex));
+	record((int)(long)arg);
+	CHECK_OK(pthread_mutex_unlock(&mutex));
+	return NULL;
+}
+
+/* The same for two threads blocked on a mutex: the raised one gets it
+ * first (NPTL: the kernel requeues the futex waiter). */
+static void test_raise_waiter(void)
+{
+	atomic_store(&nrec, 0);
+	atomic_store(&ready, 0);
+	CHECK_OK(pthread_mutex_lock(&mutex));
+	pthread_t a = tp_spawn_sched(SCHED_FIFO, 10, mutex_recorder, (void *)10L);
+	pthread_t b = tp_spawn_sched(SCHED_FIFO, 10, mutex_recorder, (void *)20L);
+	while (atomic_load(&ready) < 2)
+		nap();
+	usleep(20000);   /* both blocked on the mutex */
+	struct sched_param sp = { .sched_priority = 20 };
+	CHECK_OK(pthread_setschedparam(b, SCHED_FIFO, &sp));
+	CHECK_OK(pthread_mutex_unlock(&mutex));
+	CHECK_OK(pthread_join(a, NULL));
+	CHECK_OK(pthread_join(b, NULL));
+	CHECK(atomic_load(&nrec) == 2);
+	CHECK(order[0] == 20 && order[1] == 10);
+}
+
 static atomic_int turns, takers;
 
 static void *taker(void *arg)
@@ -257,6 +287,7 @@ int main(void)
 	test_create_preempts();
 	test_no_lower_while_higher_runs();
 	test_raise_ready();
+	test_raise_waiter();
 	printf("prio: ok\n");
 	return 0;
 }
