@@ -19,7 +19,8 @@
  *    switch, then parks in the scheduler's retire() and is free for reuse.
  *    So the number of VPs running user code exceeds the target only while
  *    a call blocks, plus one time slice.
- *  - The monitor sleeps on a futex while nothing is to be watched.  Its
+ *  - The monitor sleeps on a futex while nothing is to be watched soon
+ *    (nothing at all, or only timers more than POLL_SLOW_NS away).  Its
  *    wakers (a push onto a run queue, an announced call with a non-empty
  *    queue, the last VP going idle) read monitor_asleep after publishing
  *    their change, and the monitor rescans after storing it (seq_cst on
@@ -326,6 +327,16 @@ static void idle_check(void)
 	mon.reported_mark = m1;
 }
 
+/* A look due within POLL_SLOW_NS: a plain nap.  Anything longer (nothing
+ * to watch, or only a timer far off on a VP in a system call) is a sleep
+ * that the wakers can cut short: a thread queued meanwhile on a VP stuck
+ * in the kernel must not wait for that timer (a leader of a process-shared
+ * wait with a two-minute deadline left its VP's queue unserved that long). */
+static bool short_wait(int64_t wait)
+{
+	return wait >= 0 && wait <= POLL_SLOW_NS;
+}
+
 static void monitor_main(void *arg)
 {
 	(void)arg;
@@ -333,18 +344,20 @@ static void monitor_main(void *arg)
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst))
 			idle_check();
 		int64_t wait = scan(clock_now_ns(CLOCK_MONOTONIC));
-		if (wait >= 0) {
+		if (short_wait(wait)) {
 			nap(wait);
 			continue;
 		}
 		uint32_t seen = atomic_load_explicit(&mon.word, memory_order_acquire);
 		atomic_store_explicit(&monitor_asleep, 1, memory_order_seq_cst);
+		int64_t now = clock_now_ns(CLOCK_MONOTONIC);
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst) ||
-		    scan(clock_now_ns(CLOCK_MONOTONIC)) >= 0) {
+		    short_wait(wait = scan(now))) {
 			atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
 			continue;
 		}
-		futex_wait(&mon.word, seen, NULL, CLOCK_MONOTONIC);
+		struct timespec until = ns_to_timespec(now + wait);
+		futex_wait(&mon.word, seen, wait >= 0 ? &until : NULL, CLOCK_MONOTONIC);
 		atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
 	}
 }
