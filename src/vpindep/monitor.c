@@ -38,6 +38,10 @@
 #define QUIET_NS 300000000LL     /* a deadlock must look the same this long apart */
 
 _Atomic int monitor_asleep PPL_HIDDEN;
+/* When a sleeping monitor looks again by itself (INT64_MAX: only when
+ * kicked): an announced call whose VP's next timer is due later need not
+ * kick it. */
+static _Atomic int64_t wake_at = INT64_MAX;
 
 static struct {
 	spin_t lock;                 /* lent_to/lender links */
@@ -93,10 +97,12 @@ struct vproc *sys_enter(void)
 	atomic_store_explicit(&v->sys_seq, seq + 1, memory_order_relaxed);
 	atomic_store_explicit(&v->in_syscall, SYS_IN, memory_order_seq_cst);
 	/* Threads already wait here, or will when a timer of this VP fires:
-	 * the monitor must time this call.  A later push onto the queue kicks
-	 * it from sched_push. */
+	 * the monitor must time this call, unless it looks again by itself
+	 * before that timer.  A later push onto the queue kicks it from
+	 * sched_push. */
 	if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0 ||
-	    atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
+	    atomic_load_explicit(&v->next_deadline, memory_order_relaxed) <
+		    atomic_load_explicit(&wake_at, memory_order_seq_cst))
 		monitor_note_ready();
 	return v;
 }
@@ -343,22 +349,30 @@ static void monitor_main(void *arg)
 	for (;;) {
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst))
 			idle_check();
-		int64_t wait = scan(clock_now_ns(CLOCK_MONOTONIC));
+		int64_t now = clock_now_ns(CLOCK_MONOTONIC);
+		int64_t wait = scan(now);
 		if (short_wait(wait)) {
 			nap(wait);
 			continue;
 		}
 		uint32_t seen = atomic_load_explicit(&mon.word, memory_order_acquire);
+		/* The deadline itself (a VP's next timer), so that a call
+		 * announced with that same timer does not kick. */
+		atomic_store_explicit(&wake_at, wait >= 0 ? now + wait : INT64_MAX,
+				      memory_order_seq_cst);
 		atomic_store_explicit(&monitor_asleep, 1, memory_order_seq_cst);
-		int64_t now = clock_now_ns(CLOCK_MONOTONIC);
+		/* The look after publishing: a call announced before it is seen
+		 * here, one after it read wake_at and kicks if it must. */
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst) ||
 		    short_wait(wait = scan(now))) {
 			atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
+			atomic_store_explicit(&wake_at, 0, memory_order_relaxed);
 			continue;
 		}
 		struct timespec until = ns_to_timespec(now + wait);
 		futex_wait(&mon.word, seen, wait >= 0 ? &until : NULL, CLOCK_MONOTONIC);
 		atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
+		atomic_store_explicit(&wake_at, 0, memory_order_relaxed);
 	}
 }
 
@@ -369,6 +383,7 @@ void monitor_fork_child(void)
 	atomic_store_explicit(&mon.kthreads, 1, memory_order_relaxed);
 	atomic_store_explicit(&mon.idle_check, false, memory_order_relaxed);
 	atomic_store_explicit(&monitor_asleep, 0, memory_order_relaxed);
+	atomic_store_explicit(&wake_at, INT64_MAX, memory_order_relaxed);
 	mon.reported = false;
 }
 
