@@ -547,11 +547,36 @@ static void decode(const struct attr *at, size_t size, struct thread_attrs *out)
 void attr_read(const pthread_attr_t *a, struct thread_attrs *out)
 {
 	if (a == NULL) {
+		/* The default's extensions are copied under the lock: a later
+		 * pthread_setattr_default_np frees them. */
 		struct attr copy;
+		cpu_set_t set;
+		sigset_t mask;
+		bool has_set = false, has_mask = false;
 		spin_lock(&default_lock);
 		copy = default_attr;
+		const struct attr_ext *e = copy.ext;
+		if (e != NULL && e->cpuset != NULL) {
+			/* CPUs past CPU_SETSIZE are not kept (glibc's cpu_set_t) */
+			memset(&set, 0, sizeof set);
+			memcpy(&set, e->cpuset, e->cpusetsize < sizeof set ? e->cpusetsize : sizeof set);
+			has_set = true;
+		}
+		if (e != NULL && e->sigmask_set) {
+			mask = e->sigmask;
+			has_mask = true;
+		}
 		spin_unlock(&default_lock);
 		decode(&copy, copy.stacksize, out);
+		if (has_set) {
+			out->default_cpuset = set;
+			out->cpuset = &out->default_cpuset;
+			out->cpusetsize = sizeof set;
+		}
+		if (has_mask) {
+			out->default_sigmask = mask;
+			out->sigmask = &out->default_sigmask;
+		}
 		return;
 	}
 	const struct attr *at = CA(a);

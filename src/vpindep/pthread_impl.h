@@ -555,11 +555,13 @@ struct thread_attrs {
 	int inheritsched;          /* PTHREAD_*_SCHED */
 	int policy;
 	struct sched_param param;
-	/* GNU extensions, pointing into the caller's attribute (NULL: none;
-	 * never set from the process default) */
+	/* GNU extensions (NULL: none), pointing into the caller's attribute,
+	 * or for the process default into the copies below */
 	const cpu_set_t *cpuset;   /* pthread_attr_setaffinity_np */
 	size_t cpusetsize;
 	const sigset_t *sigmask;   /* pthread_attr_setsigmask_np */
+	cpu_set_t default_cpuset;
+	sigset_t default_sigmask;
 };
 
 /* Decode `a` (NULL: the process default set by pthread_setattr_default_np). */

@@ -4,7 +4,8 @@
  * them; for a PTHREAD_SCOPE_SYSTEM thread, its kernel thread's too).  A
  * set with no usable CPU makes pthread_create fail with EINVAL.  A
  * system-scope thread created after a pinned one has exited has all the
- * process's CPUs again (libppl reuses the exited one's kernel thread). */
+ * process's CPUs again (libppl reuses the exited one's kernel thread).
+ * The process default attribute carries both for pthread_create(NULL). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
@@ -114,12 +115,43 @@ static void test_affinity(int scope)
 	CHECK_OK(pthread_attr_destroy(&a));
 }
 
+/* The process default (pthread_setattr_default_np) carries both too, for
+ * pthread_create(NULL), until it is replaced. */
+static void test_default(void)
+{
+	int cpu = first_cpu(&process_cpus);
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR2);
+	pthread_attr_t a;
+	CHECK_OK(pthread_attr_init(&a));
+	CHECK_OK(pthread_attr_setaffinity_np(&a, sizeof one, &one));
+	CHECK_OK(pthread_attr_setsigmask_np(&a, &mask));
+	CHECK_OK(pthread_setattr_default_np(&a));
+	CHECK_OK(pthread_attr_destroy(&a));
+	struct probe p;
+	run(NULL, &p);
+	CHECK(CPU_EQUAL(&p.pcpus, &one));
+	CHECK(sigismember(&p.mask, SIGUSR2) == 1);
+
+	CHECK_OK(pthread_attr_init(&a));
+	CHECK_OK(pthread_setattr_default_np(&a));
+	CHECK_OK(pthread_attr_destroy(&a));
+	run(NULL, &p);
+	CHECK(CPU_EQUAL(&p.pcpus, &process_cpus));
+	CHECK(sigismember(&p.mask, SIGUSR2) == 0);
+}
+
 int main(void)
 {
 	CHECK(sched_getaffinity(0, sizeof process_cpus, &process_cpus) == 0);
 	test_sigmask();
 	test_affinity(-1);
 	test_affinity(PTHREAD_SCOPE_SYSTEM);
+	test_default();
 	printf("tp_attrext: ok\n");
 	return 0;
 }
