@@ -180,14 +180,6 @@ bool pshared_interrupt(struct ult *t, bool async)
 	return true;
 }
 
-/* A thread that may block its kernel thread in the kernel: a foreign one,
- * or one bound to a VP of its own (PTHREAD_SCOPE_SYSTEM). */
-static bool owns_kthread(void)
-{
-	struct vproc *self = (struct vproc *)vp_current();
-	return self == NULL || self->bound_to != NULL;
-}
-
 static int wait_common(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns, bool cp)
 {
 	struct ult *self = ult_self();

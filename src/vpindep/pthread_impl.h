@@ -483,6 +483,14 @@ static inline void sig_resumed(struct ult *self)
 }
 /* ---- blocking system calls (monitor.c, blocking.c, deadlock.c) ------------------- */
 
+/* The calling thread may block its kernel thread in the kernel: a foreign
+ * one, or one bound to a VP of its own (PTHREAD_SCOPE_SYSTEM). */
+static inline bool owns_kthread(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	return v == NULL || v->bound_to != NULL;
+}
+
 /* Announce a possibly blocking call of the calling thread; returns its VP
  * (NULL when there is nothing to hand off: a foreign or bound thread).
  * Pass the result to sys_leave when the call has returned. */

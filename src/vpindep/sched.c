@@ -582,16 +582,30 @@ void sched_yield_user(void)
 		syscall(SYS_sched_yield);   /* as on NPTL: other processes may run */
 }
 
-/* t waits on a queue (the park's lock says which, as for sched_interrupt):
- * its place follows its new priority, at the back of that priority. */
-static void requeue_waiter(struct ult *t)
+/* The lock of t's park, taken, if t is still in that park (park_lock and
+ * park_flags change only under it); NULL otherwise.  t is queued exactly
+ * while wait_q is set (waitq.c). */
+static spin_t *lock_park(struct ult *t)
 {
 	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
 	if (lock == NULL)
-		return;
+		return NULL;
 	spin_lock(lock);
+	if (atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock)
+		return lock;
+	spin_unlock(lock);
+	return NULL;
+}
+
+/* t waits on a queue: its place follows its new priority, at the back of
+ * that priority. */
+static void requeue_waiter(struct ult *t)
+{
+	spin_t *lock = lock_park(t);
+	if (lock == NULL)
+		return;
 	struct waitq *q = t->wait_q;
-	if (atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock && q != NULL) {
+	if (q != NULL) {
 		waitq_remove(q, t);
 		waitq_push(q, t);
 	}
@@ -774,14 +788,10 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 
 bool sched_interrupt(struct ult *t, int need, int result)
 {
-	spin_t *lock = atomic_load_explicit(&t->park_lock, memory_order_seq_cst);
+	spin_t *lock = lock_park(t);
 	if (lock == NULL)
 		return false;
-	spin_lock(lock);
-	/* Still the same park (park_lock and park_flags change only under
-	 * it); queued exactly while wait_q is set (waitq.c). */
-	bool ours = atomic_load_explicit(&t->park_lock, memory_order_relaxed) == lock &&
-		    (need == 0 || (t->park_flags & need));
+	bool ours = need == 0 || (t->park_flags & need);
 	bool queued = ours && t->wait_q != NULL;
 	if (queued) {
 		waitq_remove(t->wait_q, t);

@@ -165,14 +165,14 @@ int ppl_sched_getparam(pid_t pid, struct sched_param *p)
 	return 0;
 }
 
-/* The initial thread starts with what its kernel thread has (a program
- * started under chrt, say). */
 /* The CPUs of the initial thread at start-up, which every VP's kernel
  * thread inherits: what a SCOPE_SYSTEM VP returns to when the thread that
  * pinned it exits (the next bound thread reuses the VP). */
 static cpu_set_t process_cpus;
 static bool process_cpus_known;
 
+/* The initial thread starts with what its kernel thread has (a program
+ * started under chrt, say); its CPUs are noted for sched_affinity_bound. */
 void sched_params_init(struct ult *m)
 {
 	process_cpus_known = syscall(SYS_sched_getaffinity, 0, sizeof process_cpus,

@@ -154,13 +154,6 @@ static int sem_kernel_wait(struct sem *s, const struct timespec *abstime, clocki
 	return err == EINTR || err == ETIMEDOUT ? err : 0;
 }
 
-/* A thread that may block its kernel thread: foreign, or bound to its own VP. */
-static bool owns_kthread(void)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	return v == NULL || v->bound_to != NULL;
-}
-
 /* ---- init, destroy, value ---------------------------------------------------- */
 
 int ppl_sem_init(sem_t *sem, int pshared, unsigned value)
