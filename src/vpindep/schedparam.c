@@ -202,13 +202,16 @@ void sched_class_raise(struct vproc *v, const struct ult *t)
 static struct vproc *vp_for_set(size_t n, const cpu_set_t *set, int *err)
 {
 	cpu_set_t allowed;
-	if (syscall(SYS_sched_getaffinity, 0, sizeof allowed, &allowed) < 0) {
+	/* The kernel fills only its own mask's bytes (its return value):
+	 * the CPUs past them do not exist. */
+	long got = syscall(SYS_sched_getaffinity, 0, sizeof allowed, &allowed);
+	if (got < 0) {
 		*err = errno;
 		return NULL;
 	}
 	int index = 0, first = -1;
 	bool all = true;
-	for (int c = 0; c < CPU_SETSIZE; c++) {
+	for (int c = 0; c < got * 8; c++) {
 		if (!CPU_ISSET(c, &allowed))
 			continue;
 		bool in = (size_t)c < n * 8 && CPU_ISSET_S(c, n, set);
