@@ -1,11 +1,15 @@
 /* The environment knobs, read once at start-up.  A bad value is fatal:
- * one line naming the variable and what was expected. */
+ * one line naming the variable and what was expected.  A program in
+ * secure-execution mode (setuid or setgid, AT_SECURE) ignores them all and
+ * takes the defaults, as glibc ignores its tunables there: the user who
+ * runs it must not choose its stacks, VPs or what it prints. */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -17,12 +21,21 @@ bool ppl_env_tls_per_thread PPL_HIDDEN;
 
 static _Noreturn void bad(const char *var, const char *val, const char *expected)
 {
-	char buf[256];
-	int n = snprintf(buf, sizeof buf, "libppl: %s=%s: %s\n", var, val, expected);
-	if (write(2, buf, n > 0 && (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+	/* Pieces, not a fixed buffer: a long value is printed whole. */
+	struct iovec iov[] = {
+		{ (void *)"libppl: ", 8 }, { (void *)var, strlen(var) }, { (void *)"=", 1 },
+		{ (void *)val, strlen(val) }, { (void *)": ", 2 },
+		{ (void *)expected, strlen(expected) }, { (void *)"\n", 1 },
+	};
+	if (writev(2, iov, sizeof iov / sizeof iov[0]) < 0) {
 		/* nothing more to say */
 	}
 	_exit(2);
+}
+
+static const char *env(const char *var)
+{
+	return secure_getenv(var);
 }
 
 /* A decimal number with an optional K/M/G suffix (powers of 1024). */
@@ -49,7 +62,7 @@ static bool parse_size(const char *s, unsigned long long *out)
 
 static long int_var(const char *var, long lo, long hi, long dflt, const char *expected)
 {
-	const char *s = getenv(var);
+	const char *s = env(var);
 	if (s == NULL)
 		return dflt;
 	unsigned long long v;
@@ -64,13 +77,13 @@ void ppl_env_init(void)
 	ppl_rt.env_vps = (int)int_var("PPL_VPS", 1, PPL_MAX_VPS, 0,
 				      "expected a number of virtual processors from 1 to 1024");
 
-	const char *s = getenv("PPL_VP_BACKEND");
+	const char *s = env("PPL_VP_BACKEND");
 	if (s && vp_backend_select(s) != 0)
 		bad("PPL_VP_BACKEND", s, "unknown VP backend (available: kthread)");
 	if (!s && vp_backend_select(NULL) != 0)
 		bad("PPL_VP_BACKEND", "(default)", "the build's default VP backend is unavailable");
 
-	s = getenv("PPL_STACK_SIZE");
+	s = env("PPL_STACK_SIZE");
 	if (s) {
 		unsigned long long v;
 		if (!parse_size(s, &v) || v < (unsigned long long)PTHREAD_STACK_MIN || v > (1ULL << 40))
@@ -79,7 +92,7 @@ void ppl_env_init(void)
 		ppl_env_stack_size = (size_t)v;
 	}
 
-	s = getenv("PPL_TLS");
+	s = env("PPL_TLS");
 	const char *tls = s ? s : PPL_DEFAULT_TLS;
 	if (strcmp(tls, "shared") != 0 && strcmp(tls, "per-thread") != 0)
 		bad("PPL_TLS", tls, "expected 'shared' or 'per-thread'");
@@ -90,9 +103,9 @@ void ppl_env_init(void)
 				  "or 0 for no preemption";
 	ppl_env_timeslice_us = int_var("PPL_TIMESLICE_US", 0, 10000000, 10000, ts_expected);
 	if (ppl_env_timeslice_us > 0 && ppl_env_timeslice_us < 100)
-		bad("PPL_TIMESLICE_US", getenv("PPL_TIMESLICE_US"), ts_expected);
+		bad("PPL_TIMESLICE_US", env("PPL_TIMESLICE_US"), ts_expected);
 	ppl_rt.stats = int_var("PPL_STATS", 0, 1, 0, "expected 0 or 1") == 1;
-	s = getenv("PPL_DEADLOCK");
+	s = env("PPL_DEADLOCK");
 	if (s) {
 		if (strcmp(s, "off") == 0)
 			ppl_env_deadlock = 0;
