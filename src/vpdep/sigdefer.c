@@ -27,6 +27,8 @@ extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 
 int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	if (sig == SIGSEGV && act != NULL)
+		vp_uaccess_arm(false);   /* no longer libppl's handler (uaccess.c) */
 	return __sigaction(sig, act, old);
 }
 

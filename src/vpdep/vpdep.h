@@ -203,6 +203,19 @@ int futex_wait_either(_Atomic uint32_t *addr, uint32_t val, _Atomic uint32_t *in
 		      uint32_t intr_val, const struct timespec *abstime);
 void futex_wake_shared(_Atomic uint32_t *addr, int n);
 
+/* ---- memory the application passed by pointer (uaccess.c) -----------------
+ * Copies that fail with EFAULT, as the kernel's would, where the
+ * application's pointer is bad (NULL, unmapped, unreadable), instead of
+ * crashing libppl: 0 or EFAULT.  No system call while libppl's SIGSEGV
+ * handler is the process's and calls vp_uaccess_fixup. */
+int vp_copy_in(void *dst, const void *user, size_t n);
+int vp_copy_out(void *user, const void *src, size_t n);
+/* From libppl's SIGSEGV handler: true if the fault was a copy's (its
+ * context now returns EFAULT from it), false if it is not ours. */
+bool vp_uaccess_fixup(void *uc);
+/* Whether that handler is installed: vp_sigaction(SIGSEGV) turns it off. */
+void vp_uaccess_arm(bool on);
+
 /* ---- clocks --------------------------------------------------------------- */
 
 int64_t clock_now_ns(clockid_t clk);

@@ -81,9 +81,8 @@ thrd_t ppl_thrd_current(void)
 
 int ppl_thrd_sleep(const struct timespec *req, struct timespec *rem)
 {
-	/* C11: -1 if interrupted by a signal, another negative value on error. */
-	if (req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)
-		return -2;
+	/* C11: -1 if interrupted by a signal, another negative value on error
+	 * (EINVAL, EFAULT: ppl_clock_nanosleep checks req). */
 	int err = ppl_clock_nanosleep(CLOCK_REALTIME, 0, req, rem);
 	if (err == 0)
 		return 0;

@@ -1,6 +1,6 @@
 /* Fatal errors: one line on stderr naming the thread and the cause, then
  * abort.  Also turns a fault in a user thread's stack guard into such a line
- * instead of a bare SIGSEGV. */
+ * instead of a bare SIGSEGV, and a fault of vp_copy_in/out into EFAULT. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +52,8 @@ void ppl_fatal(const char *fmt, ...)
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
+	if (vp_uaccess_fixup(uc))
+		return;   /* a bad pointer given to libppl: EFAULT */
 	struct ult *t = current_ult();
 	if (t && stack_guard_contains(&t->stack, si->si_addr)) {
 		char buf[256];
@@ -79,5 +81,6 @@ void ppl_overflow_init(void)
 	sa.sa_sigaction = on_segv;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	vp_sigaction(SIGSEGV, &sa, NULL);
+	if (vp_sigaction(SIGSEGV, &sa, NULL) == 0)
+		vp_uaccess_arm(true);
 }

@@ -83,9 +83,12 @@ static inline bool writer_preferred(const struct rwlock *l)
 	return l->kind == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
 }
 
-/* abstime checks done before anything else, as glibc does. */
+/* abstime checks done before anything else, as glibc does; no abstime
+ * (NULL) is no time limit there, clock or not. */
 static int check_time(clockid_t clk, const struct timespec *abstime)
 {
+	if (abstime == NULL)
+		return 0;
 	if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
 		return EINVAL;
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)

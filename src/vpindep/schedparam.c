@@ -128,10 +128,13 @@ int ppl_sched_setscheduler(pid_t pid, int policy, const struct sched_param *p)
 	struct ult *t = thread_of(pid);
 	if (t == NULL)
 		return (int)syscall(SYS_sched_setscheduler, pid, policy, p);
+	struct sched_param sp;
 	if (p == NULL || pid < 0)
 		return fail(EINVAL);
+	if (vp_copy_in(&sp, p, sizeof sp) != 0)
+		return fail(EFAULT);
 	/* SCHED_RESET_ON_FORK has no meaning for a user thread: the kernel's. */
-	int err = set_params(t, policy & ~SCHED_RESET_ON_FORK, p);
+	int err = set_params(t, policy & ~SCHED_RESET_ON_FORK, &sp);
 	return err ? fail(err) : 0;
 }
 
@@ -140,9 +143,12 @@ int ppl_sched_setparam(pid_t pid, const struct sched_param *p)
 	struct ult *t = thread_of(pid);
 	if (t == NULL)
 		return (int)syscall(SYS_sched_setparam, pid, p);
+	struct sched_param sp;
 	if (p == NULL)
 		return fail(EINVAL);
-	int err = set_params(t, t->sched_policy, p);
+	if (vp_copy_in(&sp, p, sizeof sp) != 0)
+		return fail(EFAULT);
+	int err = set_params(t, t->sched_policy, &sp);
 	return err ? fail(err) : 0;
 }
 
@@ -161,8 +167,7 @@ int ppl_sched_getparam(pid_t pid, struct sched_param *p)
 		return (int)syscall(SYS_sched_getparam, pid, p);
 	if (p == NULL)
 		return fail(EINVAL);
-	*p = t->sched_param;
-	return 0;
+	return vp_copy_out(p, &t->sched_param, sizeof *p) ? fail(EFAULT) : 0;
 }
 
 /* The CPUs of the initial thread at start-up, which every VP's kernel
@@ -232,17 +237,30 @@ int ppl_pthread_setaffinity_np(pthread_t th, size_t n, const cpu_set_t *set)
 	struct ult *t = (struct ult *)th;
 	if (ult_stale(t))
 		return ESRCH;
-	int err;
-	struct vproc *vp = vp_for_set(n, set, &err);
-	if (err)
-		return err;
-	int tid = own_kthread(t);
-	if (tid && syscall(SYS_sched_setaffinity, tid, n, set) != 0)
-		return errno;
-	void *copy = malloc(n);
+	/* The kernel reads at most its own mask's size (EFAULT if it cannot);
+	 * the copy is what the checks and the thread keep. */
+	void *copy = malloc(n ? n : 1);
 	if (copy == NULL)
 		return ENOMEM;
-	memcpy(copy, set, n);
+	if (vp_copy_in(copy, set, n < sizeof(cpu_set_t) ? n : sizeof(cpu_set_t)) != 0) {
+		free(copy);
+		return EFAULT;
+	}
+	if (n > sizeof(cpu_set_t))
+		memset((char *)copy + sizeof(cpu_set_t), 0, n - sizeof(cpu_set_t));
+	set = copy;
+	int err;
+	struct vproc *vp = vp_for_set(n, set, &err);
+	if (err) {
+		free(copy);
+		return err;
+	}
+	int tid = own_kthread(t);
+	if (tid && syscall(SYS_sched_setaffinity, tid, n, set) != 0) {
+		err = errno;
+		free(copy);
+		return err;
+	}
 	free(t->cpuset);
 	t->cpuset = copy;
 	t->cpusetsize = n;

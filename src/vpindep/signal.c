@@ -65,10 +65,16 @@ static uint64_t to_bits(const sigset_t *s)
 	return m;
 }
 
-static void from_bits(sigset_t *s, uint64_t m)
+/* The application's sets, read and written as the kernel does (its first
+ * 64 bits only): EFAULT where the pointer is bad (uaccess.c), not a crash. */
+static int get_set(uint64_t *m, const sigset_t *user)
 {
-	sigemptyset(s);
-	memcpy(s, &m, sizeof m);
+	return vp_copy_in(m, user, sizeof *m);
+}
+
+static int put_set(sigset_t *user, uint64_t m)
+{
+	return vp_copy_out(user, &m, sizeof m);   /* the kernel's 8 bytes, no more */
 }
 
 /* Raise on the calling kernel thread every pending signal of self that its
@@ -323,20 +329,18 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	uint64_t cur = self ? self->sigmask : vp_get_sigmask(), next;
 	if (new_mask(how, set, cur, &next) != 0)
 		return EINVAL;
-	if (old)
-		from_bits(old, cur);
 	if (self == NULL) {
 		if (next != cur)
 			vp_set_sigmask(next);
-		return 0;
+	} else if (set != NULL) {
+		self->sigmask = next;
+		if (v->vp.kmask != next)
+			vp_set_sigmask(next);
+		deliver_pending(self);
 	}
-	if (set == NULL)
-		return 0;
-	self->sigmask = next;
-	if (v->vp.kmask != next)
-		vp_set_sigmask(next);
-	deliver_pending(self);
-	return 0;
+	/* Last, as the kernel: set may be old, and a bad old is EFAULT
+	 * with the new mask in force. */
+	return old && put_set(old, cur) ? EFAULT : 0;
 }
 
 /* The kernel's pending set of the kernel thread (process-directed signals
@@ -347,7 +351,10 @@ int ppl_sigpending(sigset_t *set)
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v != NULL && v->current != NULL)
 		pend |= atomic_load_explicit(&v->current->sigpending, memory_order_acquire);
-	from_bits(set, pend);
+	if (put_set(set, pend) != 0) {
+		errno = EFAULT;
+		return -1;
+	}
 	return 0;
 }
 
@@ -363,7 +370,12 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 	struct ult *self = v ? v->current : NULL;
 	if (self == NULL || set == NULL)
 		return sys_sigtimedwait(set, info, ts);
-	uint64_t want = to_bits(set) & ~SIG_UNBLOCKABLE;
+	uint64_t want;
+	if (get_set(&want, set) != 0) {
+		errno = EFAULT;
+		return -1;
+	}
+	want &= ~SIG_UNBLOCKABLE;
 	atomic_store_explicit(&self->sigwaiting, want, memory_order_seq_cst);
 	uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & want;
 	for (; p != 0; p &= p - 1) {

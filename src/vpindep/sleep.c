@@ -16,11 +16,8 @@ int ppl_sched_yield(void)
 	return 0;
 }
 
-static bool valid(const struct timespec *ts)
-{
-	return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < NS;
-}
-
+/* The kernel reads *req (EFAULT if it cannot) and writes *rem only when a
+ * signal interrupts a relative sleep (EFAULT then if it cannot). */
 int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
 	cancel_point();
@@ -31,39 +28,38 @@ int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, st
 		long r = syscall(SYS_clock_nanosleep, clk, flags, req, rem);
 		return r == 0 ? 0 : errno;
 	}
-	if (req->tv_nsec < 0 || req->tv_nsec >= NS)
+	struct timespec ts;
+	if (vp_copy_in(&ts, req, sizeof ts) != 0)
+		return EFAULT;
+	if (ts.tv_nsec < 0 || ts.tv_nsec >= NS)
 		return EINVAL;
 	int64_t deadline;
 	if (flags & TIMER_ABSTIME) {
-		if (req->tv_sec < 0)
+		if (ts.tv_sec < 0)
 			return 0;
-		deadline = clock_now_ns(CLOCK_MONOTONIC) + (timespec_to_ns(req) - clock_now_ns(clk));
+		deadline = clock_now_ns(CLOCK_MONOTONIC) + (timespec_to_ns(&ts) - clock_now_ns(clk));
 	} else {
-		if (req->tv_sec < 0)
+		if (ts.tv_sec < 0)
 			return EINVAL;
-		deadline = clock_now_ns(CLOCK_MONOTONIC) + timespec_to_ns(req);
+		deadline = clock_now_ns(CLOCK_MONOTONIC) + timespec_to_ns(&ts);
 	}
 	int err = sched_sleep_until_cp(deadline);
 	if (err == ECANCELED)
 		cancel_act();
-	if (rem && !(flags & TIMER_ABSTIME)) {
-		/* Interrupted by a signal: the time left, as the kernel reports it. */
-		int64_t left = err == EINTR ? deadline - clock_now_ns(CLOCK_MONOTONIC) : 0;
+	if (err == EINTR && rem && !(flags & TIMER_ABSTIME)) {
+		/* The time left, as the kernel reports it. */
+		int64_t left = deadline - clock_now_ns(CLOCK_MONOTONIC);
 		if (left < 0)
 			left = 0;
-		rem->tv_sec = left / NS;
-		rem->tv_nsec = left % NS;
+		struct timespec r = { left / NS, left % NS };
+		if (vp_copy_out(rem, &r, sizeof r) != 0)
+			return EFAULT;
 	}
 	return err;
 }
 
 int ppl_nanosleep(const struct timespec *req, struct timespec *rem)
 {
-	cancel_point();
-	if (!valid(req)) {
-		errno = EINVAL;
-		return -1;
-	}
 	int err = ppl_clock_nanosleep(CLOCK_REALTIME, 0, req, rem);
 	if (err) {
 		errno = err;
