@@ -162,12 +162,17 @@ const struct vp_backend vp_kthread_backend = {
 	.helper = kthread_helper,
 };
 
-int vp_kthread_stack(void **lo, size_t *size)
+uintptr_t vp_kthread_handle(void)
+{
+	return (uintptr_t)((self_fn)resolve(REAL_SELF))();
+}
+
+int vp_kthread_stack(uintptr_t handle, void **lo, size_t *size)
 {
 	pthread_attr_t a;
-	pthread_t self = ((self_fn)resolve(REAL_SELF))();
+	pthread_t t = handle ? (pthread_t)handle : ((self_fn)resolve(REAL_SELF))();
 	/* For the main thread this parses /proc/self/maps and RLIMIT_STACK. */
-	int err = ((getattr_fn)resolve(REAL_GETATTR_NP))(self, &a);
+	int err = ((getattr_fn)resolve(REAL_GETATTR_NP))(t, &a);
 	if (err)
 		return err;
 	err = ((getstack_fn)resolve(REAL_ATTR_GETSTACK))(&a, lo, size);

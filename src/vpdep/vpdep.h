@@ -142,8 +142,12 @@ int vp_kernel_state(struct vp *vp);
 /* Kernel threads in the calling process, or -1 if unknown. */
 int vp_process_kthreads(void);
 
-/* The calling kernel thread's own stack, as the C library knows it. 0 or errno. */
-int vp_kthread_stack(void **lo, size_t *size);
+/* A kernel thread's own stack, as the C library knows it now (for the
+ * initial thread: from RLIMIT_STACK and /proc/self/maps at each call).
+ * handle: vp_kthread_handle() of the thread, or 0 for the caller's.  0 or errno. */
+int vp_kthread_stack(uintptr_t handle, void **lo, size_t *size);
+/* The calling kernel thread, as the C library names it (its pthread_t). */
+uintptr_t vp_kthread_handle(void);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
 

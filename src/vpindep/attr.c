@@ -606,5 +606,12 @@ int attr_write(pthread_attr_t *a, const struct thread_attrs *in)
 		at->stacktop = (char *)in->stackaddr + in->stacksize;
 		at->flags |= ATTR_STACKADDR;
 	}
+	if (in->cpuset) {
+		int err = ppl_pthread_attr_setaffinity_np(a, in->cpusetsize, in->cpuset);
+		if (err) {
+			ppl_pthread_attr_destroy(a);
+			return err;
+		}
+	}
 	return 0;
 }

@@ -37,9 +37,10 @@ void ppl_init(void)
 	atomic_store(&ppl_rt.nthreads, 1);
 	void *lo;
 	size_t size;
-	if (vp_kthread_stack(&lo, &size) == 0)
+	ppl_rt.main_kthread = vp_kthread_handle();
+	if (vp_kthread_stack(0, &lo, &size) == 0)
 		m->stack = (struct stack){ .lo = lo, .size = size, .user = true };
-	m->attr_guard = (size_t)sysconf(_SC_PAGESIZE);
+	m->attr_guard = 0;   /* as glibc reports for the initial thread */
 	fork_init();
 }
 

@@ -288,6 +288,7 @@ struct runtime {
 	_Atomic long nthreads;     /* live threads, including main; exit(0) at 0 */
 	int concurrency;           /* pthread_setconcurrency's value */
 	struct ult main_ult;
+	uintptr_t main_kthread;      /* the initial kernel thread (vp_kthread_handle) */
 	spin_t lock;               /* start-up, VP list, concurrency changes */
 	bool stats;                /* PPL_STATS=1 */
 	int debug;                 /* PPL_DEBUG level */
@@ -586,6 +587,9 @@ void sched_params_init(struct ult *m);
 void sched_affinity_bound(struct ult *t, bool start);
 /* A pthread_t that names no thread (NULL, or a recycled TCB). */
 bool ult_stale(struct ult *t);
+/* Whether a thread may take this policy and priority: 0, EINVAL (no such
+ * policy, a priority out of its range) or EPERM, as the kernel (schedparam.c). */
+int sched_check(int policy, const struct sched_param *p);
 /* The priority the scheduler orders t by (struct ult's prio). */
 static inline int sched_prio_of(int policy, const struct sched_param *p)
 {

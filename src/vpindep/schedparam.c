@@ -37,7 +37,7 @@
 
 #include "pthread_impl.h"
 
-static int check_sched(int policy, const struct sched_param *p)
+int sched_check(int policy, const struct sched_param *p)
 {
 	if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
 	    policy != SCHED_BATCH && policy != SCHED_IDLE)
@@ -63,7 +63,7 @@ static int own_kthread(struct ult *t)
 
 static int set_params(struct ult *t, int policy, const struct sched_param *p)
 {
-	int err = check_sched(policy, p);
+	int err = sched_check(policy, p);
 	if (err)
 		return err;
 	int tid = own_kthread(t);
@@ -77,10 +77,17 @@ static int set_params(struct ult *t, int policy, const struct sched_param *p)
 	return 0;
 }
 
+/* A thread that has exited, joined or not, has no kernel thread to set
+ * for glibc (its tid is 0): ESRCH. */
+static bool gone(struct ult *t)
+{
+	return ult_stale(t) || atomic_load_explicit(&t->state, memory_order_acquire) == ULT_ZOMBIE;
+}
+
 int ppl_pthread_setschedparam(pthread_t th, int policy, const struct sched_param *p)
 {
 	struct ult *t = (struct ult *)th;
-	if (ult_stale(t))
+	if (gone(t))
 		return ESRCH;
 	return set_params(t, policy, p);
 }
@@ -98,7 +105,7 @@ int ppl_pthread_getschedparam(pthread_t th, int *policy, struct sched_param *p)
 int ppl_pthread_setschedprio(pthread_t th, int prio)
 {
 	struct ult *t = (struct ult *)th;
-	if (ult_stale(t))
+	if (gone(t))
 		return ESRCH;
 	struct sched_param p = { .sched_priority = prio };
 	return set_params(t, t->sched_policy, &p);

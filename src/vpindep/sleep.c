@@ -21,6 +21,9 @@ int ppl_sched_yield(void)
 int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
 	cancel_point();
+	/* glibc's own answer: the kernel's would be ENOTSUP. */
+	if (clk == CLOCK_THREAD_CPUTIME_ID)
+		return EINVAL;
 	if (vp_current() == NULL || (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC &&
 				     clk != CLOCK_BOOTTIME && clk != CLOCK_TAI)) {
 		/* Not a user thread, or a clock the timers do not follow (CPU

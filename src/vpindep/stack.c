@@ -163,8 +163,11 @@ int stack_alloc(size_t size, size_t guard, struct stack *out)
 {
 	size = round_page(size);
 	guard = round_page(guard);
-	if (size == 0 || size > (1UL << 40) || guard > (1UL << 40))
+	if (size == 0)
 		return EINVAL;
+	/* More than any mapping gets (glibc's mmap fails: EAGAIN). */
+	if (size > (1UL << 40) || guard > (1UL << 40))
+		return EAGAIN;
 
 	spin_lock(&lock);
 	struct size_class *c = class_for(size, guard);

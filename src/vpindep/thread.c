@@ -7,7 +7,9 @@
  * orders the exit against join and detach.  TCBs are pooled, never freed,
  * so a stale pthread_t still points at a TCB (state FREE gives ESRCH). */
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -212,6 +214,14 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 {
 	struct thread_attrs at;
 	attr_read(a, &at);
+	/* An explicit priority out of the policy's range: EINVAL before
+	 * anything else, as glibc (the attribute checked it against the
+	 * policy it had then). */
+	if (at.inheritsched == PTHREAD_EXPLICIT_SCHED) {
+		int e = sched_check(at.policy, &at.param);
+		if (e)
+			return e;
+	}
 	int err = ppl_runtime_start();
 	if (err)
 		return err;
@@ -390,9 +400,14 @@ int ppl_pthread_join(pthread_t t, void **res)
 	return join_cp(ult_join((struct ult *)t, res, NULL, CLOCK_REALTIME, false));
 }
 
-int ppl_pthread_tryjoin_np(pthread_t t, void **res)
+int ppl_pthread_tryjoin_np(pthread_t th, void **res)
 {
-	return ult_join((struct ult *)t, res, NULL, CLOCK_REALTIME, true);
+	/* A thread still running is EBUSY before anything else, as in glibc:
+	 * the caller itself, or a detached thread, too. */
+	struct ult *t = (struct ult *)th;
+	if (!ult_stale(t) && atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE)
+		return EBUSY;
+	return ult_join(t, res, NULL, CLOCK_REALTIME, true);
 }
 
 int ppl_pthread_timedjoin_np(pthread_t t, void **res, const struct timespec *ts)
@@ -465,10 +480,24 @@ int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
 		.policy = t->sched_policy,
 		.param = t->sched_param,
 	};
-	if (t->foreign && !t->is_main) {
-		int err = vp_kthread_stack(&at.stackaddr, &at.stacksize);
+	if (t->is_main) {
+		/* The process's own kernel thread and stack, as glibc says:
+		 * system scope, and the stack RLIMIT_STACK allows now (it
+		 * may have been lowered since start-up). */
+		at.scope = PTHREAD_SCOPE_SYSTEM;
+		int err = vp_kthread_stack(ppl_rt.main_kthread, &at.stackaddr, &at.stacksize);
 		if (err)
 			return err;
+	} else if (t->foreign) {
+		int err = vp_kthread_stack(0, &at.stackaddr, &at.stacksize);
+		if (err)
+			return err;
+	}
+	/* glibc gives every thread's attributes its affinity. */
+	cpu_set_t cpus;
+	if (ppl_pthread_getaffinity_np(th, sizeof cpus, &cpus) == 0) {
+		at.cpuset = &cpus;
+		at.cpusetsize = sizeof cpus;
 	}
 	return attr_write(a, &at);
 }
@@ -484,7 +513,25 @@ int ppl_pthread_setname_np(pthread_t th, const char *name)
 	if (n >= sizeof t->name)
 		return ERANGE;
 	memcpy(t->name, name, n + 1);
-	return 0;
+	/* The kernel's name too, as glibc gives it: the caller's kernel
+	 * thread (what gettid() names, for a user thread its VP's, which
+	 * keeps the name of the last thread that named itself there:
+	 * docs/posix.md), or the kernel thread a bound or foreign thread
+	 * has to itself. */
+	if (t == ult_self())
+		return prctl(PR_SET_NAME, t->name) == 0 ? 0 : errno;
+	int tid = t->foreign ? t->ktid
+		: t->bound && t->home ? atomic_load_explicit(&t->home->vp.tid, memory_order_acquire) : 0;
+	if (tid == 0)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	int err = write(fd, t->name, n) == (ssize_t)n ? 0 : errno;
+	close(fd);
+	return err;
 }
 
 int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)

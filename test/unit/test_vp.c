@@ -266,7 +266,7 @@ static void check_own_stack(void)
 	void *lo = NULL;
 	size_t size = 0;
 	int local;
-	assert_int_equal(vp_kthread_stack(&lo, &size), 0);
+	assert_int_equal(vp_kthread_stack(0, &lo, &size), 0);
 	assert_true(size >= 16384);
 	assert_true((char *)&local >= (char *)lo && (char *)&local < (char *)lo + size);
 }
