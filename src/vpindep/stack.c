@@ -13,7 +13,14 @@
  * free list lives outside the slots, so that such a cold slot keeps no
  * page, and on Linux 6.14+ no page table either: fork copies the page
  * tables of every resident stack, so ten thousand stacks with one page
- * each made each fork ~50 ms instead of NPTL's 0.4 ms. */
+ * each made each fork ~50 ms instead of NPTL's 0.4 ms.
+ *
+ * A class's arenas start at 8 slots and double up to 1 GiB: RLIMIT_AS
+ * counts reserved address space, MAP_NORESERVE or not, so a process that
+ * made a few threads and then lowers the limit must not already hold a
+ * gigabyte.  Under a limit an arena is at most a sixteenth of it, and one
+ * that does not fit is halved down to one slot: threads are made until the
+ * address space is full, then pthread_create says EAGAIN. */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -32,6 +39,7 @@
 #define CLASS_MAX 32               /* distinct (size, guard) classes kept */
 #define HOT_STACKS 64              /* freed stacks per class kept resident */
 #define CHUNK_SLOTS 254            /* free slots per chunk (a 2 KiB chunk) */
+#define FIRST_ARENA_SLOTS 8        /* a class's first arena; each next doubles */
 
 /* A class's free slots: a LIFO of their addresses, in chunks.  A slot's
  * address | COLD: its pages, and its guard if a marker, are gone. */
@@ -46,6 +54,7 @@ struct size_class {
 	size_t size, guard;            /* usable bytes and guard bytes of a slot */
 	size_t stride;                 /* bytes per slot: [unused][guard][stack] */
 	char *cur, *end;               /* uncarved part of the newest arena */
+	size_t next_slots;             /* slots of the next arena (doubles) */
 	struct free_chunk *free;       /* newest chunk first; none empty */
 	size_t nfree;
 };
@@ -134,6 +143,19 @@ static void slot_layout(const struct size_class *c, char *slot, struct stack *ou
 	out->user = false;
 }
 
+/* An arena's reservation.  Under an address-space limit (RLIMIT_AS) it
+ * counts whole, NORESERVE or not: a sixteenth of the limit, so that one
+ * arena leaves room for the VPs' kernel threads, malloc and the other
+ * size classes (a 2 GiB limit: 128 MiB arenas). */
+static size_t arena_bytes(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 16 < ARENA_BYTES)
+		return (size_t)rl.rlim_cur / 16;
+	return ARENA_BYTES;
+}
+
 /* Carve a new slot.  Caller holds `lock`. */
 static int carve(struct size_class *c, char **slot)
 {
@@ -141,11 +163,25 @@ static int carve(struct size_class *c, char **slot)
 	if (c->cur == NULL || (size_t)(c->end - c->cur) < stride) {
 		/* Whole page tables per slot need the arena aligned too. */
 		size_t align = stride % pt_reach() == 0 ? pt_reach() : page_size();
-		size_t bytes = stride > ARENA_BYTES ? stride : ARENA_BYTES - ARENA_BYTES % stride;
-		char *a = mmap(NULL, bytes + align - page_size(), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-		if (a == MAP_FAILED)
-			return EAGAIN;
+		/* Arenas grow from a few slots to ARENA_BYTES: a process with
+		 * few threads reserves little, which a later RLIMIT_AS counts. */
+		if (c->next_slots == 0)
+			c->next_slots = FIRST_ARENA_SLOTS;
+		size_t bytes = arena_bytes();
+		if (c->next_slots < bytes / stride)
+			bytes = c->next_slots * stride;
+		else
+			bytes = stride > bytes ? stride : bytes - bytes % stride;
+		c->next_slots *= 2;
+		char *a;
+		/* Near the limit, halve it until it fits, down to one slot. */
+		while ((a = mmap(NULL, bytes + align - page_size(), PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
+				 0)) == MAP_FAILED) {
+			if (errno != ENOMEM || bytes == stride)
+				return EAGAIN;
+			bytes = bytes / 2 < stride ? stride : bytes / 2 - bytes / 2 % stride;
+		}
 		c->cur = (char *)(((uintptr_t)a + align - 1) & ~(uintptr_t)(align - 1));
 		c->end = c->cur + bytes;
 	}

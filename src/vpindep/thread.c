@@ -114,6 +114,21 @@ void ult_recycle(struct ult *t)
 	tcb_put(t);
 }
 
+/* Give the stacks that cached TCBs keep back to their arenas' free lists,
+ * where a thread of any TCB can take them: when no more address space can
+ * be had (RLIMIT_AS), a stackless TCB on top of the cache would otherwise
+ * fail every create while the stacks below it sit unused. */
+static void tcb_cache_release_stacks(void)
+{
+	spin_lock(&cache_lock);
+	for (struct ult *t = cache; t != NULL; t = t->cache_next)
+		if (t->stack.lo != NULL && !t->stack.user) {
+			stack_free(&t->stack);
+			t->stack.lo = NULL;
+		}
+	spin_unlock(&cache_lock);
+}
+
 /* The TCBs on the cache list stay usable in a forked child: the forking
  * thread holds cache_lock across fork (fork.c). */
 void ult_cache_atfork(enum fork_phase ph)
@@ -233,6 +248,16 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		return EAGAIN;
 	}
 	err = give_stack(t, &at);
+	if (err == EAGAIN) {
+		/* Out of address space (RLIMIT_AS): threads that are ready may
+		 * be about to exit and give stacks back, but on this VP they
+		 * run only when the caller yields (a loop that retries a
+		 * failed create would starve them): let them, and take what
+		 * the cache keeps, and try once more. */
+		sched_yield_user();
+		tcb_cache_release_stacks();
+		err = give_stack(t, &at);
+	}
 	if (err) {
 		t->stack.lo = NULL;
 		tcb_put(t);
