@@ -47,6 +47,11 @@ bool sig_has_handler(int sig)
 	return is_wrapped(sig);
 }
 
+uint64_t sig_handled_set(void)
+{
+	return atomic_load_explicit(&acts.wrapped, memory_order_acquire);
+}
+
 static void trampoline(int sig, siginfo_t *si, void *uc);
 
 /* What the kernel gets for the application's action a: the trampoline. */
@@ -70,20 +75,23 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		}
 		return;
 	}
-	siginfo_t tkill;
+	siginfo_t claimed;
 	void *target = vp_poke_target(si);
-	if (target != NULL) {
-		/* pthread_kill's nudge (signal.c): the handler runs only for
-		 * the thread it was for, if that thread runs here. */
-		if (!sig_poke_claim(target, sig)) {
-			if (flags & SA_RESETHAND) {
-				struct sigaction k = wrapped_action(&acts.app[sig]);
-				vp_sigaction(sig, &k, NULL);
-			}
-			return;
+	/* pthread_kill's nudge (signal.c): the handler runs only for the
+	 * thread it was for, if that thread runs here.  A process-directed
+	 * signal: here if the thread running here is the one to take it. */
+	bool here = target != NULL ? sig_poke_claim(target, sig)
+				   : sig_thread_directed(si) || sig_process_claim(sig, si);
+	if (!here) {
+		if (flags & SA_RESETHAND) {
+			struct sigaction k = wrapped_action(&acts.app[sig]);
+			vp_sigaction(sig, &k, NULL);
 		}
-		sig_tkill_info(&tkill, sig);   /* the poker is this process */
-		si = &tkill;
+		return;
+	}
+	if (target != NULL) {
+		sig_claimed_info(&claimed, sig);
+		si = &claimed;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
