@@ -444,6 +444,11 @@ bool sig_thread_directed(siginfo_t *si);
  * signals that have a handler, so that a process-directed one finds a
  * kernel thread to land on whatever the last thread here blocked. */
 void sig_vp_idle(struct vproc *v);
+/* libppl's cancellation signal, the kernel's last (sigreserved.c); the
+ * tick's is the one below it (vp_tick_signal). */
+#define PPL_SIGCANCEL __SIGRTMAX
+/* One of those two: refused by sigaction, pthread_kill & co. */
+bool sig_reserved(int sig);
 /* sigaction.c: the signals whose handler the kernel runs through the trampoline. */
 uint64_t sig_handled_set(void);
 /* sigaction.c: the kernel runs libppl's trampoline for sig (the

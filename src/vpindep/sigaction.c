@@ -12,9 +12,10 @@
  *
  * The application sees its own actions: oldact returns what it installed.
  * Faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), SIG_DFL and
- * SIG_IGN go to the kernel as they are.  libppl's own signals (SIGRTMAX for
- * cancellation, SIGRTMAX-1 for preemption) are refused with EINVAL, as glibc
- * refuses its internal SIGCANCEL and SIGSETXID. */
+ * SIG_IGN go to the kernel as they are.  libppl's own signals (64 for
+ * cancellation, 63 for preemption, above SIGRTMAX as programs see it:
+ * sigreserved.c) are refused with EINVAL, as glibc refuses its internal
+ * SIGCANCEL and SIGSETXID. */
 #include <signal.h>
 #include <string.h>
 #include <ucontext.h>
@@ -116,11 +117,6 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		memcpy(&vp->kmask, &((ucontext_t *)uc)->uc_sigmask, sizeof vp->kmask);
 }
 
-static bool reserved(int sig)
-{
-	return sig == SIGRTMAX || sig == vp_tick_signal();
-}
-
 static bool fault(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
@@ -129,7 +125,8 @@ static bool fault(int sig)
 
 int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig < 1 || sig >= NSIGS || (act != NULL && reserved(sig))) {
+	/* glibc refuses its own two even to a query. */
+	if (sig < 1 || sig >= NSIGS || sig_reserved(sig)) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -47,14 +47,15 @@
 
 #include "pthread_impl.h"
 
-/* glibc's internal signals (SIGCANCEL, SIGSETXID): pthread_kill refuses
- * them and pthread_sigmask never blocks them, as glibc does. */
+/* glibc's internal signals (SIGCANCEL, SIGSETXID): pthread_kill and
+ * pthread_sigqueue refuse them and pthread_sigmask never blocks them, as
+ * glibc does. */
 #define SIG_INTERNAL (bit(32) | bit(33))
-/* ... nor libppl's own: the cancellation signal (SIGRTMAX) and the
- * preemption tick (vp_tick_signal), which a program that blocks "every
- * signal" must still get, as glibc keeps its SIGCANCEL. */
-#define SIG_UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP) | SIG_INTERNAL | bit(SIGRTMAX) | \
-			 bit(vp_tick_signal()))
+/* ... nor libppl's own (sigreserved.c): the cancellation signal and the
+ * preemption tick, which a program that blocks "every signal" must still
+ * get, as glibc keeps its SIGCANCEL. */
+#define SIG_RESERVED (bit(PPL_SIGCANCEL) | bit(vp_tick_signal()))
+#define SIG_UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP) | SIG_INTERNAL | SIG_RESERVED)
 
 static inline uint64_t bit(int sig)
 {
@@ -236,7 +237,7 @@ bool sig_thread_directed(siginfo_t *si)
 
 static int kill_ult(struct ult *t, int sig)
 {
-	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
+	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & (SIG_INTERNAL | SIG_RESERVED))))
 		return EINVAL;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_FREE)
@@ -283,7 +284,7 @@ int ppl_pthread_kill(pthread_t th, int sig)
 int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 {
 	struct ult *t = (struct ult *)th;
-	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
+	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & (SIG_INTERNAL | SIG_RESERVED))))
 		return EINVAL;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_FREE || state == ULT_EXITING || state == ULT_ZOMBIE)
