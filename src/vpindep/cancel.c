@@ -44,7 +44,7 @@
 /* The last real-time signal: glibc keeps the first two (SIGCANCEL and
  * SIGSETXID) below SIGRTMIN for itself, and applications that use
  * real-time signals usually count up from SIGRTMIN. */
-#define CANCEL_SIGNAL SIGRTMAX
+#define CANCEL_SIGNAL PPL_SIGCANCEL
 
 static struct sigaction prev_action;   /* the handler before ours, for foreign signals */
 static _Atomic int sig_state;          /* 0: not installed, 1: installing, 2: done */

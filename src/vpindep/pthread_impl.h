@@ -427,8 +427,31 @@ void sig_resumed_slow(struct ult *self, struct vproc *v);
  * thread running here has it pending and unblocked and now owns it (run
  * the handler); false otherwise, after seeing to it that target gets it. */
 bool sig_poke_claim(void *target, int sig);
-/* What pthread_kill from this process gives on NPTL (tgkill: SI_TKILL). */
+/* The siginfo of the handler sig_poke_claim gave the calling thread: a
+ * process-directed signal's own (sig_process_claim), or what pthread_kill
+ * from this process gives on NPTL (tgkill: SI_TKILL). */
+void sig_claimed_info(siginfo_t *si, int sig);
 void sig_tkill_info(siginfo_t *si, int sig);
+/* The trampoline got a process-directed signal sig (not a poke, not sent
+ * to this kernel thread by tgkill).  True if its handler runs here, in
+ * the user thread running on this VP; false if it went to another user
+ * thread that takes it (the main thread first, as Linux does), which
+ * runs the handler itself, with si. */
+bool sig_process_claim(int sig, const siginfo_t *si);
+/* si was sent to one thread (tgkill, raise, pthread_sigqueue), not to the
+ * process; clears pthread_sigqueue's mark. */
+bool sig_thread_directed(siginfo_t *si);
+/* A VP about to sleep in its idle loop: its kernel thread unblocks the
+ * signals that have a handler, so that a process-directed one finds a
+ * kernel thread to land on whatever the last thread here blocked. */
+void sig_vp_idle(struct vproc *v);
+/* libppl's cancellation signal, the kernel's last (sigreserved.c); the
+ * tick's is the one below it (vp_tick_signal). */
+#define PPL_SIGCANCEL __SIGRTMAX
+/* One of those two: refused by sigaction, pthread_kill & co. */
+bool sig_reserved(int sig);
+/* sigaction.c: the signals whose handler the kernel runs through the trampoline. */
+uint64_t sig_handled_set(void);
 /* sigaction.c: the kernel runs libppl's trampoline for sig (the
  * application installed a handler), so a poke reaches the handler. */
 bool sig_has_handler(int sig);
@@ -522,6 +545,8 @@ void monitor_reclaim(struct vproc *v);
 extern int ppl_env_deadlock PPL_HIDDEN;
 /* Record a TCB allocated by tcb_get (the deadlock check walks them all). */
 void deadlock_track(struct ult *t);
+/* The first of every TCB ever allocated (linked by all_next; deadlock.c). */
+struct ult *tcb_all(void);
 /* Does the process look deadlocked?  *mark counts its progress so far (two
  * looks with equal marks saw nothing run in between). */
 bool deadlock_snapshot(unsigned long *mark);

@@ -967,6 +967,7 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 			 (timer_left < 0 || timer_left > SPIN_NS) && !atomic_load(&v->retired));
 	}
 
+	sig_vp_idle(v);   /* a process-directed signal may land here */
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
 	if (shared) {
@@ -1012,6 +1013,7 @@ static void retire(struct vproc *v)
 		rq_push(q->home ? q->home : ppl_rt.vps[0], q);
 		wake_idle_vp();
 	}
+	sig_vp_idle(v);
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
 	int64_t left = timer_run_expired(v);

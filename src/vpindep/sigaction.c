@@ -12,9 +12,10 @@
  *
  * The application sees its own actions: oldact returns what it installed.
  * Faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS), SIG_DFL and
- * SIG_IGN go to the kernel as they are.  libppl's own signals (SIGRTMAX for
- * cancellation, SIGRTMAX-1 for preemption) are refused with EINVAL, as glibc
- * refuses its internal SIGCANCEL and SIGSETXID. */
+ * SIG_IGN go to the kernel as they are.  libppl's own signals (64 for
+ * cancellation, 63 for preemption, above SIGRTMAX as programs see it:
+ * sigreserved.c) are refused with EINVAL, as glibc refuses its internal
+ * SIGCANCEL and SIGSETXID. */
 #include <signal.h>
 #include <string.h>
 #include <ucontext.h>
@@ -47,6 +48,11 @@ bool sig_has_handler(int sig)
 	return is_wrapped(sig);
 }
 
+uint64_t sig_handled_set(void)
+{
+	return atomic_load_explicit(&acts.wrapped, memory_order_acquire);
+}
+
 static void trampoline(int sig, siginfo_t *si, void *uc);
 
 /* What the kernel gets for the application's action a: the trampoline. */
@@ -70,20 +76,23 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		}
 		return;
 	}
-	siginfo_t tkill;
+	siginfo_t claimed;
 	void *target = vp_poke_target(si);
-	if (target != NULL) {
-		/* pthread_kill's nudge (signal.c): the handler runs only for
-		 * the thread it was for, if that thread runs here. */
-		if (!sig_poke_claim(target, sig)) {
-			if (flags & SA_RESETHAND) {
-				struct sigaction k = wrapped_action(&acts.app[sig]);
-				vp_sigaction(sig, &k, NULL);
-			}
-			return;
+	/* pthread_kill's nudge (signal.c): the handler runs only for the
+	 * thread it was for, if that thread runs here.  A process-directed
+	 * signal: here if the thread running here is the one to take it. */
+	bool here = target != NULL ? sig_poke_claim(target, sig)
+				   : sig_thread_directed(si) || sig_process_claim(sig, si);
+	if (!here) {
+		if (flags & SA_RESETHAND) {
+			struct sigaction k = wrapped_action(&acts.app[sig]);
+			vp_sigaction(sig, &k, NULL);
 		}
-		sig_tkill_info(&tkill, sig);   /* the poker is this process */
-		si = &tkill;
+		return;
+	}
+	if (target != NULL) {
+		sig_claimed_info(&claimed, sig);
+		si = &claimed;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
@@ -108,11 +117,6 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		memcpy(&vp->kmask, &((ucontext_t *)uc)->uc_sigmask, sizeof vp->kmask);
 }
 
-static bool reserved(int sig)
-{
-	return sig == SIGRTMAX || sig == vp_tick_signal();
-}
-
 static bool fault(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
@@ -121,7 +125,8 @@ static bool fault(int sig)
 
 int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig < 1 || sig >= NSIGS || (act != NULL && reserved(sig))) {
+	/* glibc refuses its own two even to a query. */
+	if (sig < 1 || sig >= NSIGS || sig_reserved(sig)) {
 		errno = EINVAL;
 		return -1;
 	}

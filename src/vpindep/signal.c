@@ -21,14 +21,14 @@
  *    to reach one of them only.  A signal with no handler (default action,
  *    ignored) goes to the kernel thread as it is.
  *  - A signal for a thread parked where a signal ends the park (PARK_INTR:
- *    mutex, rwlock, barrier, cond, join, sleeps) is set pending and the
+ *    semaphore, mutex, rwlock, barrier, cond, join, sleeps) is set pending and the
  *    thread woken with EINTR, under its queue's lock as its timer would
  *    (sig_wake); it raises the signal itself when it resumes, so the handler
  *    runs with its identity, and its caller waits again (or, for a cond,
  *    returns as a spurious wake-up; a sleep returns EINTR).  The pending
  *    bit is the handshake: whoever clears it (fetch_and) delivers it, once.
- *  - A ready thread gets it pending.  One parked elsewhere (semaphores,
- *    once, the park lot) gets it at once on the sender's kernel thread,
+ *  - A ready thread gets it pending.  One parked elsewhere (once, the
+ *    park lot) gets it at once on the sender's kernel thread,
  *    with the sender's identity (docs/posix.md lists this difference).
  *    If the sender blocks the signal, or the target does, it is left pending
  *    on the target and delivered when the target next resumes with it
@@ -36,7 +36,10 @@
  *  - Pending signals of a thread are raised on its own kernel thread when
  *    it resumes (sig_resumed), or when pthread_sigmask unblocks them: a
  *    poke to itself for a signal with a handler, which the trampoline
- *    takes at once (or when a lock it holds is released). */
+ *    takes at once (or when a lock it holds is released).
+ *  - A process-directed signal that the kernel gave to a VP goes to the
+ *    user thread that should take it, as pthread_kill would send it there
+ *    (sig_process_claim, below). */
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -44,14 +47,15 @@
 
 #include "pthread_impl.h"
 
-/* glibc's internal signals (SIGCANCEL, SIGSETXID): pthread_kill refuses
- * them and pthread_sigmask never blocks them, as glibc does. */
+/* glibc's internal signals (SIGCANCEL, SIGSETXID): pthread_kill and
+ * pthread_sigqueue refuse them and pthread_sigmask never blocks them, as
+ * glibc does. */
 #define SIG_INTERNAL (bit(32) | bit(33))
-/* ... nor libppl's own: the cancellation signal (SIGRTMAX) and the
- * preemption tick (vp_tick_signal), which a program that blocks "every
- * signal" must still get, as glibc keeps its SIGCANCEL. */
-#define SIG_UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP) | SIG_INTERNAL | bit(SIGRTMAX) | \
-			 bit(vp_tick_signal()))
+/* ... nor libppl's own (sigreserved.c): the cancellation signal and the
+ * preemption tick, which a program that blocks "every signal" must still
+ * get, as glibc keeps its SIGCANCEL. */
+#define SIG_RESERVED (bit(PPL_SIGCANCEL) | bit(vp_tick_signal()))
+#define SIG_UNBLOCKABLE (bit(SIGKILL) | bit(SIGSTOP) | SIG_INTERNAL | SIG_RESERVED)
 
 static inline uint64_t bit(int sig)
 {
@@ -223,9 +227,23 @@ bool sig_poke_claim(void *target, int sig)
 	return mine;
 }
 
+/* In si_errno of pthread_sigqueue's signal, which sets nothing else there:
+ * the trampoline tells it from a process-directed sigqueue by it. */
+#define DIRECTED_MARK 0x70706c54   /* "ppl" 'T' */
+
+bool sig_thread_directed(siginfo_t *si)
+{
+	if (si->si_code == SI_TKILL)
+		return true;
+	if (si->si_code != SI_QUEUE || si->si_errno != DIRECTED_MARK || si->si_pid != getpid())
+		return false;
+	si->si_errno = 0;
+	return true;
+}
+
 static int kill_ult(struct ult *t, int sig)
 {
-	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
+	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & (SIG_INTERNAL | SIG_RESERVED))))
 		return EINVAL;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_FREE)
@@ -272,7 +290,7 @@ int ppl_pthread_kill(pthread_t th, int sig)
 int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 {
 	struct ult *t = (struct ult *)th;
-	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & SIG_INTERNAL)))
+	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & (SIG_INTERNAL | SIG_RESERVED))))
 		return EINVAL;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_FREE || state == ULT_EXITING || state == ULT_ZOMBIE)
@@ -295,9 +313,118 @@ int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	info.si_pid = getpid();
 	info.si_uid = getuid();
 	info.si_value = value;
+	info.si_errno = DIRECTED_MARK;
 	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &info) != 0)
 		return errno;
 	return 0;
+}
+
+/* ---- process-directed signals ------------------------------------------------------- */
+
+/* The kernel gives a process-directed signal to a kernel thread that does
+ * not block it: on libppl, a VP, which may run a user thread that is not
+ * the one to take it, or none at all (its idle loop, where the handler
+ * would run in no thread's TLS while the thread that waits for it stays
+ * parked).  The trampoline asks sig_process_claim where it goes: to the
+ * main thread if it does not block it (Linux prefers the thread group's
+ * leader, and programs such as CPython rely on it), else to the thread
+ * running here, else to any user thread that takes it now: running,
+ * ready, or parked where a signal ends the park (kill_ult then wakes it
+ * with EINTR, and it runs the handler itself).  A thread that waits for it
+ * in sigwait comes next; failing all, it stays pending on the main thread
+ * until it unblocks it.  Idle VPs unblock every signal that has a handler
+ * (sig_vp_idle), so such a signal always finds a kernel thread while some
+ * VP is idle. */
+
+/* The siginfo of process-directed signals passed on to another thread,
+ * for the handler that thread runs (sig_claimed_info); one per signal, as
+ * the kernel keeps one instance of a standard signal pending. */
+static struct {
+	spin_t lock;
+	_Atomic uint64_t valid;
+	siginfo_t info[65];
+} passed;
+
+void sig_claimed_info(siginfo_t *si, int sig)
+{
+	if (atomic_load_explicit(&passed.valid, memory_order_acquire) & bit(sig)) {
+		spin_lock(&passed.lock);
+		bool ok = atomic_fetch_and_explicit(&passed.valid, ~bit(sig),
+						    memory_order_relaxed) & bit(sig);
+		if (ok)
+			*si = passed.info[sig];
+		spin_unlock(&passed.lock);
+		if (ok)
+			return;
+	}
+	sig_tkill_info(si, sig);   /* the poker is this process */
+}
+
+/* t can run sig's handler now or soon: a user thread on a VP that does not
+ * block it, running, ready, or parked where a signal ends the park. */
+static bool takes(struct ult *t, int sig)
+{
+	if (t->foreign || t->fork_gen != ppl_rt.fork_gen || (bit(sig) & t->sigmask))
+		return false;
+	int st = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (st == ULT_BLOCKED)
+		return atomic_load_explicit(&t->park_lock, memory_order_acquire) != NULL &&
+		       (t->park_flags & PARK_INTR);
+	return st == ULT_RUNNING || st == ULT_READY;
+}
+
+static bool alive(struct ult *t)
+{
+	int st = atomic_load_explicit(&t->state, memory_order_acquire);
+	return !t->foreign && t->fork_gen == ppl_rt.fork_gen &&
+	       (st == ULT_RUNNING || st == ULT_READY || st == ULT_BLOCKED);
+}
+
+static int kill_ult(struct ult *t, int sig);
+
+static bool pass_to(struct ult *t, int sig, const siginfo_t *si)
+{
+	spin_lock(&passed.lock);
+	passed.info[sig] = *si;
+	atomic_fetch_or_explicit(&passed.valid, bit(sig), memory_order_release);
+	spin_unlock(&passed.lock);
+	kill_ult(t, sig);
+	return false;
+}
+
+bool sig_process_claim(int sig, const siginfo_t *si)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL)
+		return true;   /* a kernel thread that is no VP: its own */
+	struct ult *self = v->current;
+	struct ult *m = &ppl_rt.main_ult;
+	bool here = self != NULL && !(bit(sig) & self->sigmask);
+	if (here && self == m)
+		return true;
+	if (m != self && takes(m, sig))
+		return pass_to(m, sig, si);
+	if (here)
+		return true;
+	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
+		if (t != self && t != m && takes(t, sig))
+			return pass_to(t, sig, si);
+	if (alive(m) && (atomic_load_explicit(&m->sigwaiting, memory_order_seq_cst) & bit(sig)))
+		return pass_to(m, sig, si);
+	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
+		if (t != m && alive(t) &&
+		    (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)))
+			return pass_to(t, sig, si);
+	if (m != self && alive(m))
+		return pass_to(m, sig, si);
+	return self != NULL || !alive(m);   /* here, as the kernel did */
+}
+
+void sig_vp_idle(struct vproc *v)
+{
+	uint64_t m = v->vp.kmask & ~sig_handled_set();
+	if (m != v->vp.kmask)
+		vp_set_sigmask(m);
 }
 
 /* ---- masks ------------------------------------------------------------------------ */

@@ -23,6 +23,8 @@
 
 /* glibc defines it but declares it only for old X/Open programs. */
 extern __sighandler_t bsd_signal(int sig, __sighandler_t h) __THROW;
+/* glibc's, exported (GLIBC_2.1) but in no header. */
+extern int __libc_allocate_rtsig(int high) __THROW;
 
 #define PPL_FN(ret, name, params, args) ret ppl_##name params;
 #include "api.def"

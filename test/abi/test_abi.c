@@ -128,6 +128,8 @@ extern void _pthread_cleanup_pop_restore(struct _pthread_cleanup_buffer *, int);
 #endif
 /* Defined by glibc for old X/Open programs; declared only for them. */
 extern __sighandler_t bsd_signal(int, __sighandler_t);
+/* Exported by glibc (GLIBC_2.1), declared in no header. */
+extern int __libc_allocate_rtsig(int);
 #define PPL_FN(ret, name, params, args) \
 	_Static_assert(sizeof(*(ret(**) params)0 = &name) != 0, #name);
 #include "../../src/vpindep/api.def"

@@ -1,0 +1,115 @@
+/* libppl's own two signals, and the real-time range programs see.
+ *
+ * libppl needs a signal for cancellation (cancel.c) and one for the
+ * preemption tick (vpdep's tick.c): the kernel's last two, 64 and 63.
+ * glibc hides its own two (SIGCANCEL 32, SIGSETXID 33) below SIGRTMIN,
+ * which programs read through __libc_current_sigrtmin; libppl does the
+ * same at the top, through __libc_current_sigrtmax, so SIGRTMAX is 62 and
+ * a program that takes SIGRTMAX, SIGRTMAX-1 or SIGRTMIN+n gets a signal of
+ * its own.  (Taking 32 and 33 over from glibc instead, to keep 34..64
+ * whole, would mean installing handlers glibc's sigaction refuses and
+ * sharing them with glibc's SIGEV_THREAD timers and setxid.)
+ *
+ * As glibc does for 32 and 33: sigaction and the calls built on it refuse
+ * them (sigaction.c), pthread_kill and pthread_sigqueue refuse them, and
+ * the masks never block them (signal.c).  kill, sigqueue and tgkill refuse
+ * them too when this process is the only target, and raise always (glibc
+ * lets its own through there, and a stray SIGCANCEL kills the process
+ * while pthread_cancel was never called); a stray one sent from elsewhere
+ * is ignored by libppl's handlers. */
+#include <signal.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+bool sig_reserved(int sig)
+{
+	return sig == PPL_SIGCANCEL || sig == vp_tick_signal();
+}
+
+/* ---- the range: __libc_allocate_rtsig takes from its ends --------------------------- */
+
+static void *_Atomic next_sigrtmin;
+static _Atomic int rt_lo, rt_hi;   /* 0 until the first call */
+
+static void range_init(void)
+{
+	if (atomic_load_explicit(&rt_hi, memory_order_acquire) != 0)
+		return;
+	int (*f)(void) = (int (*)(void))ppl_next_fn(&next_sigrtmin, "__libc_current_sigrtmin");
+	int lo = f(), zero = 0;
+	atomic_compare_exchange_strong(&rt_lo, &zero, lo);
+	zero = 0;
+	/* Below libppl's two: the lower of them is the tick's. */
+	atomic_compare_exchange_strong(&rt_hi, &zero, vp_tick_signal() - 1);
+}
+
+int ppl___libc_current_sigrtmin(void)
+{
+	range_init();
+	return atomic_load_explicit(&rt_lo, memory_order_relaxed);
+}
+
+int ppl___libc_current_sigrtmax(void)
+{
+	range_init();
+	return atomic_load_explicit(&rt_hi, memory_order_relaxed);
+}
+
+/* glibc's: a signal taken for good off the range, -1 when it is empty.
+ * `high` asks for a high priority, which is a low number (glibc takes it
+ * off the bottom; checked natively). */
+int ppl___libc_allocate_rtsig(int high)
+{
+	range_init();
+	for (;;) {
+		int lo = atomic_load(&rt_lo), hi = atomic_load(&rt_hi);
+		if (lo > hi)
+			return -1;
+		if (high ? atomic_compare_exchange_weak(&rt_lo, &lo, lo + 1)
+			 : atomic_compare_exchange_weak(&rt_hi, &hi, hi - 1))
+			return high ? lo : hi;
+	}
+}
+
+/* ---- sending ------------------------------------------------------------------------ */
+
+static int refuse(void)
+{
+	errno = EINVAL;
+	return -1;
+}
+
+static void *_Atomic next_kill;
+static void *_Atomic next_raise;
+static void *_Atomic next_sigqueue;
+static void *_Atomic next_tgkill;
+
+int ppl_kill(pid_t pid, int sig)
+{
+	if (sig_reserved(sig) && pid == getpid())
+		return refuse();
+	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
+}
+
+int ppl_raise(int sig)
+{
+	if (sig_reserved(sig))
+		return refuse();
+	return ((int (*)(int))ppl_next_fn(&next_raise, "raise"))(sig);
+}
+
+int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
+{
+	if (sig_reserved(sig) && pid == getpid())
+		return refuse();
+	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
+		pid, sig, value);
+}
+
+int ppl_tgkill(pid_t tgid, pid_t tid, int sig)
+{
+	if (sig_reserved(sig) && tgid == getpid())
+		return refuse();
+	return ((int (*)(pid_t, pid_t, int))ppl_next_fn(&next_tgkill, "tgkill"))(tgid, tid, sig);
+}
