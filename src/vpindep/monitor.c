@@ -87,6 +87,19 @@ void monitor_note_idle(void)
 
 /* ---- announced calls ----------------------------------------------------------- */
 
+static bool has_work(struct vproc *v, int64_t *deadline);
+
+/* A spare about to block stands in for its lenders: their queues and
+ * timers are waiting on it too.  A sleeping monitor that last saw the
+ * spare running had no reason to watch them (tp_cancel_storm: the
+ * canceller's 100 us nap, parked on a lent VP, never fired). */
+static bool lenders_due(struct vproc *v)
+{
+	int64_t deadline;
+	return has_work(v, &deadline) ||
+	       deadline < atomic_load_explicit(&wake_at, memory_order_seq_cst);
+}
+
 struct vproc *sys_enter(void)
 {
 	struct vproc *v = (struct vproc *)vp_current();
@@ -102,7 +115,9 @@ struct vproc *sys_enter(void)
 	 * sched_push. */
 	if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0 ||
 	    atomic_load_explicit(&v->next_deadline, memory_order_relaxed) <
-		    atomic_load_explicit(&wake_at, memory_order_seq_cst))
+		    atomic_load_explicit(&wake_at, memory_order_seq_cst) ||
+	    (ppl_unlikely(atomic_load_explicit(&v->lender, memory_order_seq_cst) != NULL) &&
+	     lenders_due(v)))
 		monitor_note_ready();
 	return v;
 }
@@ -139,13 +154,26 @@ void monitor_reclaim(struct vproc *v)
 
 /* ---- spares -------------------------------------------------------------------- */
 
-/* A spare that stands in for nobody, or a new one (parked: retired until
- * lent).  Only the monitor calls this. */
+/* A retired spare still runs the thread it had when its lender came back,
+ * until that thread switches: if the thread blocks in the kernel (a reader
+ * in read, a worker in epoll_wait), work lent to the spare waits for it.
+ * Free is: standing in for nobody, in its idle loop (cur_prio -1), in no
+ * system call and not lent itself. */
+static bool spare_free(struct vproc *s)
+{
+	return atomic_load_explicit(&s->lender, memory_order_relaxed) == NULL &&
+	       atomic_load_explicit(&s->lent_to, memory_order_relaxed) == NULL &&
+	       atomic_load_explicit(&s->in_syscall, memory_order_seq_cst) == SYS_OUT &&
+	       atomic_load_explicit(&s->cur_prio, memory_order_relaxed) < 0;
+}
+
+/* A free spare, or a new one (parked: retired until lent).  Only the
+ * monitor calls this. */
 static struct vproc *spare_get(void)
 {
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *s = ppl_rt.vps[i];
-		if (s != NULL && s->spare && s->lender == NULL)
+		if (s != NULL && s->spare && spare_free(s))
 			return s;
 	}
 	struct vproc *s = aligned_alloc(64, (sizeof *s + 63) & ~(size_t)63);
@@ -265,7 +293,12 @@ static int64_t scan(int64_t now)
 	int64_t wait = -1;
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *v = ppl_rt.vps[i];
-		if (v == NULL || v->bound_to != NULL || atomic_load(&v->retired) ||
+		/* A retired VP still counts while its kernel thread is in a
+		 * call: threads pushed on it just before it retired, and
+		 * timers armed while it ran, wait for it there. */
+		if (v == NULL || v->bound_to != NULL ||
+		    (atomic_load(&v->retired) &&
+		     atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_OUT) ||
 		    atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL)
 			continue;
 		unsigned long sw = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);

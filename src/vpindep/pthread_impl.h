@@ -266,7 +266,8 @@ struct vproc {
 	_Atomic unsigned long sys_seq; /* announced calls begun (the VP writes it) */
 	struct vproc *_Atomic lent_to; /* spare standing in for this VP, or NULL;
 					* set and cleared under the monitor's lock */
-	struct vproc *lender;      /* a spare: the VP it stands in for, same lock */
+	struct vproc *_Atomic lender; /* a spare: the VP it stands in for, same lock;
+				   * sys_enter reads it unlocked as a hint */
 	bool spare;                /* created by the monitor, beyond nvps */
 	unsigned long mon_seq, mon_switches; /* the monitor's last sample of this VP */
 	int64_t mon_since;         /* when the monitor last saw it make progress */

@@ -499,6 +499,7 @@ static void requeue(struct ult *t, bool front)
 	rq_insert(v, t, front);
 	spin_unlock(&v->rq_lock);
 	wake_idle_vp();
+	monitor_note_ready();   /* v may be another VP, stuck in the kernel */
 }
 
 static void requeue_cb(void *t)
@@ -1012,6 +1013,8 @@ static void retire(struct vproc *v)
 		/* A thread tied to a VP goes to that VP, never to VP 0. */
 		rq_push(q->home ? q->home : ppl_rt.vps[0], q);
 		wake_idle_vp();
+		/* That VP may be stuck in the kernel (monitor.c). */
+		monitor_note_ready();
 	}
 	sig_vp_idle(v);
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
