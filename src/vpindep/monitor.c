@@ -39,9 +39,9 @@
 
 _Atomic int monitor_asleep PPL_HIDDEN;
 /* When a sleeping monitor looks again by itself (INT64_MAX: only when
- * kicked): an announced call whose VP's next timer is due later need not
- * kick it. */
-static _Atomic int64_t wake_at = INT64_MAX;
+ * kicked): an announced call, or a switch, whose VP's next timer is due
+ * later need not kick it. */
+_Atomic int64_t monitor_wake_at PPL_HIDDEN = INT64_MAX;
 
 static struct {
 	spin_t lock;                 /* lent_to/lender links */
@@ -97,7 +97,7 @@ static bool lenders_due(struct vproc *v)
 {
 	int64_t deadline;
 	return has_work(v, &deadline) ||
-	       deadline < atomic_load_explicit(&wake_at, memory_order_seq_cst);
+	       deadline < atomic_load_explicit(&monitor_wake_at, memory_order_seq_cst);
 }
 
 struct vproc *sys_enter(void)
@@ -115,7 +115,7 @@ struct vproc *sys_enter(void)
 	 * sched_push. */
 	if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0 ||
 	    atomic_load_explicit(&v->next_deadline, memory_order_relaxed) <
-		    atomic_load_explicit(&wake_at, memory_order_seq_cst) ||
+		    atomic_load_explicit(&monitor_wake_at, memory_order_seq_cst) ||
 	    (ppl_unlikely(atomic_load_explicit(&v->lender, memory_order_seq_cst) != NULL) &&
 	     lenders_due(v)))
 		monitor_note_ready();
@@ -317,7 +317,10 @@ static int64_t scan(int64_t now)
 		bool queued = has_work(v, &deadline);
 		if (!queued && deadline > now) {
 			v->mon_since = now;   /* nothing waits for it yet */
-			if (in && deadline != INT64_MAX)
+			/* Look again when the timer is due, announced call or
+			 * not: a thread sleeping there must not wait for a raw
+			 * futex (std::atomic::wait) to end on this VP. */
+			if (deadline != INT64_MAX)
 				wait_min(&wait, deadline - now);
 			continue;
 		}
@@ -391,7 +394,7 @@ static void monitor_main(void *arg)
 		uint32_t seen = atomic_load_explicit(&mon.word, memory_order_acquire);
 		/* The deadline itself (a VP's next timer), so that a call
 		 * announced with that same timer does not kick. */
-		atomic_store_explicit(&wake_at, wait >= 0 ? now + wait : INT64_MAX,
+		atomic_store_explicit(&monitor_wake_at, wait >= 0 ? now + wait : INT64_MAX,
 				      memory_order_seq_cst);
 		atomic_store_explicit(&monitor_asleep, 1, memory_order_seq_cst);
 		/* The look after publishing: a call announced before it is seen
@@ -399,13 +402,13 @@ static void monitor_main(void *arg)
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst) ||
 		    short_wait(wait = scan(now))) {
 			atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
-			atomic_store_explicit(&wake_at, 0, memory_order_relaxed);
+			atomic_store_explicit(&monitor_wake_at, 0, memory_order_relaxed);
 			continue;
 		}
 		struct timespec until = ns_to_timespec(now + wait);
 		futex_wait(&mon.word, seen, wait >= 0 ? &until : NULL, CLOCK_MONOTONIC);
 		atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
-		atomic_store_explicit(&wake_at, 0, memory_order_relaxed);
+		atomic_store_explicit(&monitor_wake_at, 0, memory_order_relaxed);
 	}
 }
 
@@ -416,7 +419,7 @@ void monitor_fork_child(void)
 	atomic_store_explicit(&mon.kthreads, 1, memory_order_relaxed);
 	atomic_store_explicit(&mon.idle_check, false, memory_order_relaxed);
 	atomic_store_explicit(&monitor_asleep, 0, memory_order_relaxed);
-	atomic_store_explicit(&wake_at, INT64_MAX, memory_order_relaxed);
+	atomic_store_explicit(&monitor_wake_at, INT64_MAX, memory_order_relaxed);
 	mon.reported = false;
 }
 

@@ -49,7 +49,9 @@ static void sift_down(struct vproc *v, size_t i)
 static void publish_next(struct vproc *v)
 {
 	int64_t d = v->heap_len ? v->heap[0]->deadline : INT64_MAX;
-	atomic_store_explicit(&v->next_deadline, d, memory_order_release);
+	/* seq_cst: a switch then reads the monitor's wake_at, which the
+	 * monitor stores before it reads this (monitor_note_timer). */
+	atomic_store_explicit(&v->next_deadline, d, memory_order_seq_cst);
 }
 
 static void heap_delete(struct vproc *v, size_t i)
