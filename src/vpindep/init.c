@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mutex_robust.h"
 #include "pthread_impl.h"
 
 struct runtime ppl_rt PPL_HIDDEN;
@@ -41,6 +42,7 @@ void ppl_init(void)
 		m->stack = (struct stack){ .lo = lo, .size = size, .user = true };
 	m->attr_guard = (size_t)sysconf(_SC_PAGESIZE);
 	fork_init();
+	robust_init();
 }
 
 static int default_vps(void)

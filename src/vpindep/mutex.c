@@ -22,12 +22,15 @@
  *  - Process-shared mutexes never use the wait queue: they wait on the state
  *    word with a shared kernel futex (parklot.c).
  *  - `kind` is glibc's __kind at offset 16, with glibc's meaning, so
- *    PTHREAD_*_MUTEX_INITIALIZER_NP objects of unmodified binaries work. */
+ *    PTHREAD_*_MUTEX_INITIALIZER_NP objects of unmodified binaries work.
+ *  - Robust kinds are mutex_robust.c's (glibc's layout and lock word);
+ *    here they are only dispatched, initialised and destroyed. */
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
 
@@ -242,6 +245,8 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 {
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
 		return EINVAL;
+	if ((unsigned)kind & MK_ROBUST)
+		return robust_lock((pthread_mutex_t *)m, kind, mode, abstime, clk);
 	unsigned type = (unsigned)kind & MK_TYPE;
 	bool track = tracks_owner(kind);
 	if (track) {
@@ -333,10 +338,12 @@ static __attribute__((noinline)) int unlock_checked(struct mutex *m, int kind)
 {
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
 		return EINVAL;
+	if ((unsigned)kind & MK_ROBUST)
+		return robust_unlock((pthread_mutex_t *)m, kind);
 	if (tracks_owner(kind)) {
 		unsigned type = (unsigned)kind & MK_TYPE;
 		bool checked = type == PTHREAD_MUTEX_RECURSIVE_NP || type == PTHREAD_MUTEX_ERRORCHECK_NP ||
-			       ((unsigned)kind & (MK_ROBUST | MK_PI));
+			       ((unsigned)kind & MK_PI);
 		if (!owned_by_me(m, kind)) {
 			if (checked)
 				return EPERM;
@@ -372,8 +379,8 @@ int ppl_pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *pa)
 			ceiling = fifo_prio_min();
 		kind |= (int)(MK_PP | ((unsigned)ceiling << MK_CEIL_SHIFT));
 	}
-	/* glibc also marks robust mutexes shared, for the kernel's robust-list
-	 * wake-ups; owner death is handled in user space here (docs/sync.md). */
+	/* Robust kinds wait with shared futexes whatever this says
+	 * (mutex_robust.c), as glibc's do. */
 	if (ak & MA_PSHARED)
 		kind |= MK_PSHARED;
 
@@ -399,12 +406,13 @@ int ppl_pthread_mutex_destroy(pthread_mutex_t *pm)
 	return 0;
 }
 
-/* Robust mutexes never become inconsistent here: owner death is not yet
- * detected (docs/sync.md), so there is never anything to make consistent. */
+/* As glibc: EINVAL unless robust and inconsistent (owner died). */
 int ppl_pthread_mutex_consistent(pthread_mutex_t *pm)
 {
-	(void)pm;
-	return EINVAL;
+	int kind = atomic_load_explicit(&M(pm)->kind, memory_order_relaxed);
+	if (((unsigned)kind & MK_ROBUST) == 0)
+		return EINVAL;
+	return robust_consistent(pm);
 }
 
 /* pthread_cond_*wait: the caller, holding m, is about to release it and

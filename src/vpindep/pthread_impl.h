@@ -200,6 +200,7 @@ struct ult {
 				    * the landing pads reuse */
 	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
 				    * thread of the parent, absent in a forked child */
+	unsigned robust_held;      /* robust mutexes it holds (mutex_robust.c); 0 at exit */
 };
 
 /* struct ult's `cancel` word */
