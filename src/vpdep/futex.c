@@ -81,3 +81,13 @@ void futex_wake_shared(_Atomic uint32_t *addr, int n)
 {
 	(void)futex_sys(addr, FUTEX_WAKE, (uint32_t)(n < 0 ? INT_MAX : n), NULL, 0);
 }
+
+int futex_robust_register(void *head, size_t len)
+{
+	return syscall(SYS_set_robust_list, head, len) == 0 ? 0 : errno;
+}
+
+int vp_gettid(void)
+{
+	return (int)syscall(SYS_gettid);
+}

@@ -206,6 +206,13 @@ int futex_wait_shared(_Atomic uint32_t *addr, uint32_t val, const struct timespe
 int futex_wait_either(_Atomic uint32_t *addr, uint32_t val, _Atomic uint32_t *intr,
 		      uint32_t intr_val, const struct timespec *abstime);
 void futex_wake_shared(_Atomic uint32_t *addr, int n);
+/* Register the calling kernel thread's robust-mutex list with the kernel
+ * (set_robust_list): at the thread's death the kernel marks each listed
+ * lock word that holds its tid FUTEX_OWNER_DIED and wakes a waiter.
+ * 0 or errno. */
+int futex_robust_register(void *head, size_t len);
+/* The calling kernel thread's tid. */
+int vp_gettid(void);
 
 /* ---- memory the application passed by pointer (uaccess.c) -----------------
  * Copies that fail with EFAULT, as the kernel's would, where the

@@ -81,11 +81,15 @@ static inline bool q_ours(struct cond *c)
  * deadline has passed. */
 static int wait_foreign(pthread_mutex_t *m, const struct timespec *abstime, clockid_t clk)
 {
+	mutex_cond_enter(m);
 	int err = ppl_pthread_mutex_unlock(m);
-	if (err != 0)
+	if (err != 0) {
+		mutex_cond_leave(m);
 		return err;
+	}
 	(void)ppl_sched_yield();
 	err = ppl_pthread_mutex_lock(m);
+	mutex_cond_leave(m);
 	if (err == 0 && abstime &&
 	    clock_now_ns(CLOCK_MONOTONIC) >= deadline_mono_ns(abstime, clk))
 		err = ETIMEDOUT;
@@ -97,6 +101,7 @@ static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespe
 {
 	uint32_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
 	atomic_fetch_add_explicit(&c->nwaiters, 1, memory_order_seq_cst);
+	mutex_cond_enter(m);
 	int err = ppl_pthread_mutex_unlock(m);
 	bool unlocked = err == 0;
 	if (unlocked) {
@@ -106,9 +111,12 @@ static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespe
 	/* The last one out lets a pending pthread_cond_destroy return. */
 	if (atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_release) == 1)
 		pshared_wake(&c->nwaiters, INT_MAX);
-	if (!unlocked)
+	if (!unlocked) {
+		mutex_cond_leave(m);
 		return err;
+	}
 	int err2 = ppl_pthread_mutex_lock(m);
+	mutex_cond_leave(m);
 	/* A cancellation point: the mutex is held again for the handlers. */
 	if (ppl_unlikely(err == ECANCELED))
 		cancel_act();
@@ -129,8 +137,10 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 	}
 	/* Counted in before the mutex is released (its release orders it). */
 	atomic_fetch_add_explicit(&c->nwaiters, 1, memory_order_relaxed);
+	mutex_cond_enter(m);
 	int err = ppl_pthread_mutex_unlock(m);
 	if (ppl_unlikely(err != 0)) {
+		mutex_cond_leave(m);
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
 		spin_unlock(&c->lock);
 		return err;
@@ -146,6 +156,7 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 	if (err == EINTR)
 		err = 0;
 	int err2 = ppl_pthread_mutex_lock(m);
+	mutex_cond_leave(m);
 	/* POSIX: the mutex is held again when the cleanup handlers run. */
 	if (ppl_unlikely(err == ECANCELED))
 		cancel_act();

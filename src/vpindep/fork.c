@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
 
@@ -126,6 +127,8 @@ static void fork_child(void)
 	struct ult *self = ult_self();
 	if (self->foreign)
 		self->ktid = (int)syscall(SYS_gettid);
+	/* The kernel forgot the robust list: the child's is new and empty. */
+	robust_fork_child();
 	if (!held)
 		return;
 	release(FORK_CHILD);

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mutex_robust.h"
 #include "pthread_impl.h"
 
 struct runtime ppl_rt PPL_HIDDEN;
@@ -42,6 +43,7 @@ void ppl_init(void)
 		m->stack = (struct stack){ .lo = lo, .size = size, .user = true };
 	m->attr_guard = 0;   /* as glibc reports for the initial thread */
 	fork_init();
+	robust_init();
 }
 
 static int default_vps(void)

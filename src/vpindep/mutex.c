@@ -22,12 +22,15 @@
  *  - Process-shared mutexes never use the wait queue: they wait on the state
  *    word with a shared kernel futex (parklot.c).
  *  - `kind` is glibc's __kind at offset 16, with glibc's meaning, so
- *    PTHREAD_*_MUTEX_INITIALIZER_NP objects of unmodified binaries work. */
+ *    PTHREAD_*_MUTEX_INITIALIZER_NP objects of unmodified binaries work.
+ *  - Robust kinds are mutex_robust.c's (glibc's layout and lock word);
+ *    here they are only dispatched, initialised and destroyed. */
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
 
@@ -58,10 +61,15 @@
 struct mutex {
 	_Atomic uint32_t state;    /* 0 free, 1 locked, 2 locked and maybe waiters */
 	uint32_t count;            /* recursive: depth; written by the owner only */
-	_Atomic uint64_t owner;    /* owner's token, 0 if none; owner-tracking kinds only */
+	_Atomic uint32_t owner;    /* owner's token, 0 if none; owner-tracking kinds only */
+	_Atomic uint32_t nusers;   /* threads inside pthread_cond_*wait with it (glibc
+				    * counts them in __nusers, and destroy says EBUSY) */
 	_Atomic int kind;          /* glibc __kind (offset 16); set at init */
 	spin_t lock;               /* protects q */
-	struct waitq q;            /* parked waiters, private mutexes only */
+	union {
+		struct waitq q;    /* parked waiters, private mutexes only */
+		_Atomic int owner_pid; /* process-shared: the owner's process */
+	};
 };
 
 _Static_assert(sizeof(struct mutex) == sizeof(pthread_mutex_t), "mutex overlay size");
@@ -69,6 +77,7 @@ _Static_assert(_Alignof(struct mutex) <= _Alignof(pthread_mutex_t), "mutex overl
 _Static_assert(offsetof(struct mutex, kind) == 16, "__kind must stay at glibc's offset");
 /* Not required, but kept: debuggers and tests read the depth as __count. */
 _Static_assert(offsetof(struct mutex, count) == 4, "recursion depth at glibc's __count");
+_Static_assert(offsetof(struct mutex, nusers) == 12, "__nusers at glibc's offset");
 
 struct mutexattr {
 	uint32_t mutexkind;        /* type | MA_* flags, glibc's encoding */
@@ -90,14 +99,28 @@ static inline bool tracks_owner(int kind)
 	       type == PTHREAD_MUTEX_ERRORCHECK_NP || ((unsigned)kind & (MK_ROBUST | MK_PI));
 }
 
-/* The calling thread's identity for `owner`.  Thread ids are unique within a
- * process; a process-shared mutex adds the pid. */
-static uint64_t owner_token(int kind)
+/* The calling thread's identity for `owner`: the low 32 bits of its id
+ * (unique within a process until 2^32 threads have been made), never 0.
+ * A process-shared mutex also records the owner's pid in owner_pid. */
+static inline uint32_t owner_token(void)
 {
-	uint64_t id = ult_self()->id;
+	uint32_t tok = (uint32_t)ult_self()->id;
+	return tok ? tok : 0x80000000u;
+}
+
+static bool owned_by_me(struct mutex *m, int kind)
+{
+	if (atomic_load_explicit(&m->owner, memory_order_relaxed) != owner_token())
+		return false;
+	return ((unsigned)kind & MK_PSHARED) == 0 ||
+	       atomic_load_explicit(&m->owner_pid, memory_order_relaxed) == getpid();
+}
+
+static inline void set_owner(struct mutex *m, int kind)
+{
 	if ((unsigned)kind & MK_PSHARED)
-		id = ((uint64_t)getpid() << 40) | (id & ((1ULL << 40) - 1));
-	return id;
+		atomic_store_explicit(&m->owner_pid, getpid(), memory_order_relaxed);
+	atomic_store_explicit(&m->owner, owner_token(), memory_order_relaxed);
 }
 
 static inline bool valid_nsec(const struct timespec *ts)
@@ -222,11 +245,12 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 {
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
 		return EINVAL;
+	if ((unsigned)kind & MK_ROBUST)
+		return robust_lock((pthread_mutex_t *)m, kind, mode, abstime, clk);
 	unsigned type = (unsigned)kind & MK_TYPE;
-	uint64_t me = 0;
-	if (tracks_owner(kind)) {
-		me = owner_token(kind);
-		if (atomic_load_explicit(&m->owner, memory_order_relaxed) == me) {
+	bool track = tracks_owner(kind);
+	if (track) {
+		if (owned_by_me(m, kind)) {
 			if (type == PTHREAD_MUTEX_RECURSIVE_NP) {
 				if (m->count == UINT32_MAX)
 					return EAGAIN;
@@ -247,8 +271,8 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 		if (err != 0)
 			return err;
 	}
-	if (me != 0) {
-		atomic_store_explicit(&m->owner, me, memory_order_relaxed);
+	if (track) {
+		set_owner(m, kind);
 		m->count = 1;
 	}
 	return 0;
@@ -314,11 +338,13 @@ static __attribute__((noinline)) int unlock_checked(struct mutex *m, int kind)
 {
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
 		return EINVAL;
+	if ((unsigned)kind & MK_ROBUST)
+		return robust_unlock((pthread_mutex_t *)m, kind);
 	if (tracks_owner(kind)) {
 		unsigned type = (unsigned)kind & MK_TYPE;
 		bool checked = type == PTHREAD_MUTEX_RECURSIVE_NP || type == PTHREAD_MUTEX_ERRORCHECK_NP ||
-			       ((unsigned)kind & (MK_ROBUST | MK_PI));
-		if (atomic_load_explicit(&m->owner, memory_order_relaxed) != owner_token(kind)) {
+			       ((unsigned)kind & MK_PI);
+		if (!owned_by_me(m, kind)) {
 			if (checked)
 				return EPERM;
 			ppl_fatal("pthread_mutex_unlock: mutex %p is not locked by the caller", (void *)m);
@@ -353,8 +379,8 @@ int ppl_pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *pa)
 			ceiling = fifo_prio_min();
 		kind |= (int)(MK_PP | ((unsigned)ceiling << MK_CEIL_SHIFT));
 	}
-	/* glibc also marks robust mutexes shared, for the kernel's robust-list
-	 * wake-ups; owner death is handled in user space here (docs/sync.md). */
+	/* Robust kinds wait with shared futexes whatever this says
+	 * (mutex_robust.c), as glibc's do. */
 	if (ak & MA_PSHARED)
 		kind |= MK_PSHARED;
 
@@ -367,8 +393,11 @@ int ppl_pthread_mutex_destroy(pthread_mutex_t *pm)
 {
 	struct mutex *m = M(pm);
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
+	/* glibc: EBUSY while __nusers counts a holder or a thread waiting in
+	 * pthread_cond_*wait with it; never for a robust kind. */
 	if (((unsigned)kind & MK_ROBUST) == 0 &&
-	    atomic_load_explicit(&m->state, memory_order_relaxed) != 0)
+	    (atomic_load_explicit(&m->state, memory_order_relaxed) != 0 ||
+	     atomic_load_explicit(&m->nusers, memory_order_relaxed) != 0))
 		return EBUSY;
 	/* Wait out an unlocker still inside release_slow. */
 	spin_lock(&m->lock);
@@ -377,12 +406,30 @@ int ppl_pthread_mutex_destroy(pthread_mutex_t *pm)
 	return 0;
 }
 
-/* Robust mutexes never become inconsistent here: owner death is not yet
- * detected (docs/sync.md), so there is never anything to make consistent. */
+/* As glibc: EINVAL unless robust and inconsistent (owner died). */
 int ppl_pthread_mutex_consistent(pthread_mutex_t *pm)
 {
-	(void)pm;
-	return EINVAL;
+	int kind = atomic_load_explicit(&M(pm)->kind, memory_order_relaxed);
+	if (((unsigned)kind & MK_ROBUST) == 0)
+		return EINVAL;
+	return robust_consistent(pm);
+}
+
+/* pthread_cond_*wait: the caller, holding m, is about to release it and
+ * wait; counted until it has it again (mutex_cond_leave), as glibc's
+ * __nusers does, so that destroy says EBUSY meanwhile. */
+void mutex_cond_enter(pthread_mutex_t *pm)
+{
+	struct mutex *m = M(pm);
+	if (((unsigned)atomic_load_explicit(&m->kind, memory_order_relaxed) & MK_ROBUST) == 0)
+		atomic_fetch_add_explicit(&m->nusers, 1, memory_order_relaxed);
+}
+
+void mutex_cond_leave(pthread_mutex_t *pm)
+{
+	struct mutex *m = M(pm);
+	if (((unsigned)atomic_load_explicit(&m->kind, memory_order_relaxed) & MK_ROBUST) == 0)
+		atomic_fetch_sub_explicit(&m->nusers, 1, memory_order_relaxed);
 }
 
 int ppl_pthread_mutex_getprioceiling(const pthread_mutex_t *pm, int *prioceiling)
@@ -404,8 +451,7 @@ int ppl_pthread_mutex_setprioceiling(pthread_mutex_t *pm, int prioceiling, int *
 	    (((unsigned)prioceiling << MK_CEIL_SHIFT) >> MK_CEIL_SHIFT) != (unsigned)prioceiling)
 		return EINVAL;
 	/* As glibc: the ceiling is changed with the mutex held. */
-	bool held = tracks_owner(kind) &&
-		    atomic_load_explicit(&m->owner, memory_order_relaxed) == owner_token(kind);
+	bool held = tracks_owner(kind) && owned_by_me(m, kind);
 	if (!held) {
 		int err = ppl_pthread_mutex_lock(pm);
 		if (err != 0)

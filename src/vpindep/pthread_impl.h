@@ -200,6 +200,7 @@ struct ult {
 				    * the landing pads reuse */
 	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
 				    * thread of the parent, absent in a forked child */
+	unsigned robust_held;      /* robust mutexes it holds (mutex_robust.c); 0 at exit */
 };
 
 /* struct ult's `cancel` word */
@@ -673,6 +674,12 @@ void ppl_runtime_fork_child(void);
 enum proc_rel { PROC_SELF, PROC_COPY, PROC_FOREIGN };
 uint64_t proc_stamp(void);
 enum proc_rel proc_relation(uint64_t stamp);
+
+/* mutex.c, for pthread_cond_*wait: count the caller (who holds m) as a
+ * user of m from before it releases m to after it has it again, so that
+ * pthread_mutex_destroy says EBUSY meanwhile, as glibc's __nusers does. */
+void mutex_cond_enter(pthread_mutex_t *m);
+void mutex_cond_leave(pthread_mutex_t *m);
 
 /* Convert a CLOCK_REALTIME/MONOTONIC absolute time to a monotonic ns deadline. */
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk);

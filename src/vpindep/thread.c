@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mutex_robust.h"
 #include "pthread_impl.h"
 
 #define TCB_CACHE_MAX 256   /* TCBs kept with their stacks; see stack.c on fork */
@@ -78,6 +79,7 @@ static struct ult *tcb_get(void)
 	t->cleanup_jmp = NULL;
 	t->landing = NULL;
 	t->fork_gen = ppl_rt.fork_gen;
+	t->robust_held = 0;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	return t;
 }
@@ -344,6 +346,8 @@ _Noreturn void ult_finish(struct ult *self)
 	if (tls_per_thread && !self->foreign)
 		tls_thread_exit();
 	key_run_destructors(self);
+	/* What the kernel does for a dying kernel thread's robust list. */
+	robust_thread_exit(self);
 	if (self->foreign && !self->is_main)
 		vp_kthread_exit(self->result);
 	/* glibc: when the last thread exits, the process exits with status 0. */
