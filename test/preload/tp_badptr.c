@@ -106,6 +106,32 @@ static int c_sigprocmask(void) { return ERRNO(sigprocmask(SIG_BLOCK, bad, NULL))
 static int c_sigpending(void) { return ERRNO(sigpending(bad)); }
 static int c_setaffinity(void) { return pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), bad); }
 static int c_getaffinity(void) { return pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), bad); }
+static int c_getaffinity_own(void)
+{
+	/* After pthread_setaffinity_np: a thread's own set, not the kernel's. */
+	cpu_set_t set;
+	CHECK_OK(pthread_getaffinity_np(pthread_self(), sizeof set, &set));
+	CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
+	return pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), bad);
+}
+static int c_cpuclock_gettime(void)
+{
+	clockid_t c;
+	CHECK_OK(pthread_getcpuclockid(pthread_self(), &c));
+	return ERRNO(clock_gettime(c, bad));
+}
+static int c_sigtimedwait_info(void)
+{
+	/* A signal pending on the thread: taken, then info cannot be written. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_kill(pthread_self(), SIGUSR1);
+	struct timespec ts = { 1, 0 };
+	int r = sigtimedwait(&set, bad, &ts);
+	return r == SIGUSR1 ? 0 : r == -1 ? errno : 200;
+}
 static int c_sched_getparam(void) { return ERRNO(sched_getparam(0, bad)); }
 static int c_sched_setparam(void) { return ERRNO(sched_setparam(0, bad)); }
 static int c_sched_setscheduler(void) { return ERRNO(sched_setscheduler(0, SCHED_OTHER, bad)); }
@@ -185,6 +211,9 @@ static const struct call calls[] = {
 	C(sigpending, "EFAULT", "EFAULT", "EFAULT"),
 	C(setaffinity, "EFAULT", "EFAULT", "EFAULT"),
 	C(getaffinity, "EFAULT", "EFAULT", "EFAULT"),
+	C(getaffinity_own, "EFAULT", "EFAULT", "EFAULT"),
+	C(cpuclock_gettime, "EFAULT", "EFAULT", "EFAULT"),
+	C(sigtimedwait_info, "0", "EFAULT", "EFAULT"),
 	C(sched_getparam, "EINVAL", "EFAULT", "EFAULT"),
 	C(sched_setparam, "EINVAL", "EFAULT", "EFAULT"),
 	C(sched_setscheduler, "EINVAL", "EFAULT", "EFAULT"),
