@@ -6,7 +6,8 @@
  * the same error; where glibc itself dies of SIGSEGV (it reads or writes
  * the memory in user space: sem_wait(NULL), pthread_join's result, ...)
  * libppl may die the same way or fail with EFAULT.  A second round has a
- * SIGSEGV handler of the application's installed.  TP_BADPTR_PRINT=1
+ * SIGSEGV handler of the application's installed, a third SIGSEGV blocked
+ * in the calling thread.  TP_BADPTR_PRINT=1
  * prints each outcome instead of checking. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -247,6 +248,12 @@ struct job {
 static void *in_thread(void *arg)
 {
 	struct job *j = arg;
+	if (own_segv == 2) {
+		sigset_t segv;
+		sigemptyset(&segv);
+		sigaddset(&segv, SIGSEGV);
+		pthread_sigmask(SIG_BLOCK, &segv, NULL);
+	}
 	j->result = j->c->fn();
 	return NULL;
 }
@@ -259,7 +266,7 @@ static void child(const struct call *c, int in_new_thread)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_alarm;          /* no SA_RESTART: EINTR */
 	sigaction(SIGALRM, &sa, NULL);
-	if (own_segv)
+	if (own_segv == 1)
 		signal(SIGSEGV, on_segv);
 	CHECK(pipe(pipefd) == 0);
 	CHECK(write(pipefd[1], "x", 1) == 1);
@@ -320,8 +327,9 @@ int main(void)
 	munmap(page, 4096);
 	void *const ptrs[] = { NULL, (void *)1, page };
 	const char *pnames[] = { "NULL", "1", "unmapped" };
+	const char *rounds[] = { "", " (own SIGSEGV handler)", " (SIGSEGV blocked)" };
 	int print = getenv("TP_BADPTR_PRINT") != NULL, failed = 0;
-	for (own_segv = 0; own_segv < 2; own_segv++)
+	for (own_segv = 0; own_segv < 3; own_segv++)
 	for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
 		for (int k = 0; k < 3; k++)
 			for (int th = 0; th < 2; th++) {
@@ -330,7 +338,7 @@ int main(void)
 				const char *o = outcome(&calls[i], th, buf);
 				if (print) {
 					printf("%s %s %s%s: %s\n", calls[i].name, pnames[k],
-					       th ? "thread" : "main", own_segv ? " own-segv" : "", o);
+					       th ? "thread" : "main", rounds[own_segv], o);
 					continue;
 				}
 				const char *e = calls[i].expect[k];
@@ -339,8 +347,8 @@ int main(void)
 					  (strcmp(e, "SEGV") == 0 && strcmp(o, "EFAULT") == 0);
 				if (!ok) {
 					printf("%s(%s) in %s%s: %s, expected %s\n", calls[i].name,
-					       pnames[k], th ? "a new thread" : "main",
-					       own_segv ? " (own SIGSEGV handler)" : "", o, e);
+					       pnames[k], th ? "a new thread" : "main", rounds[own_segv],
+					       o, e);
 					failed++;
 				}
 			}
