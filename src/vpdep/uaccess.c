@@ -129,7 +129,11 @@ static int copy(void *dst, const void *src, size_t n, bool out)
 	if (n == 0)
 		return 0;
 #ifdef UACCESS_ASM
-	if (atomic_load_explicit(&armed, memory_order_relaxed))
+	/* A fault with SIGSEGV blocked kills the process: not on a VP whose
+	 * thread blocks it (the mask of the user thread it runs). */
+	struct vp *vp = vp_current();
+	if (atomic_load_explicit(&armed, memory_order_relaxed) &&
+	    (vp == NULL || !(vp->kmask & (1ULL << (SIGSEGV - 1)))))
 		return uaccess_copy(dst, src, n);
 #endif
 	return kernel_copy(dst, src, n, out);

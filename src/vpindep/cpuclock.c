@@ -167,7 +167,12 @@ int ppl_clock_gettime(clockid_t c, struct timespec *ts)
 		errno = EINVAL;
 		return -1;
 	}
-	*ts = ns_to_timespec(thread_cpu_ns(t));
+	/* The kernel writes a CPU clock's time: EFAULT for a bad ts. */
+	struct timespec now = ns_to_timespec(thread_cpu_ns(t));
+	if (vp_copy_out(ts, &now, sizeof now) != 0) {
+		errno = EFAULT;
+		return -1;
+	}
 	return 0;
 }
 
@@ -181,9 +186,10 @@ int ppl_clock_getres(clockid_t c, struct timespec *ts)
 		errno = EINVAL;
 		return -1;
 	}
-	if (ts != NULL) {
-		ts->tv_sec = 0;
-		ts->tv_nsec = 1;
+	struct timespec res = { 0, 1 };
+	if (ts != NULL && vp_copy_out(ts, &res, sizeof res) != 0) {
+		errno = EFAULT;
+		return -1;
 	}
 	return 0;
 }

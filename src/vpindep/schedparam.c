@@ -312,10 +312,11 @@ int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
 		for (size_t c = n * 8; c < t->cpusetsize * 8; c++)
 			if (CPU_ISSET_S(c, t->cpusetsize, (cpu_set_t *)t->cpuset))
 				return EINVAL;
-		memcpy(set, t->cpuset, n);
-		return 0;
+		return vp_copy_out(set, t->cpuset, n);
 	}
-	memcpy(set, t->cpuset, t->cpusetsize);
+	/* As the kernel's: EFAULT for a bad set, then the rest zeroed. */
+	if (vp_copy_out(set, t->cpuset, t->cpusetsize) != 0)
+		return EFAULT;
 	memset((char *)set + t->cpusetsize, 0, n - t->cpusetsize);
 	return 0;
 }

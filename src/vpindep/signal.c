@@ -511,8 +511,14 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 			continue;
 		atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
 		int sig = __builtin_ctzll(b) + 1;
-		if (info != NULL)
-			sig_tkill_info(info, sig);
+		if (info != NULL) {
+			siginfo_t si;
+			sig_tkill_info(&si, sig);
+			if (vp_copy_out(info, &si, sizeof si) != 0) {
+				errno = EFAULT;
+				return -1;
+			}
+		}
 		return sig;
 	}
 	siginfo_t si;
@@ -539,8 +545,11 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 	}
 	/* The caller may have migrated while blocked: self, not v->current. */
 	atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
-	if (r > 0 && info != NULL)
-		*info = si;
+	/* The kernel takes the signal, then fails to write a bad info. */
+	if (r > 0 && info != NULL && vp_copy_out(info, &si, sizeof si) != 0) {
+		errno = EFAULT;
+		return -1;
+	}
 	return r;
 }
 

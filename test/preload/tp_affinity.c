@@ -60,6 +60,30 @@ static void checks(void)
 		dirty_stack();
 		CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof word, (cpu_set_t *)&word));
 	}
+	/* The same sizes through pthread_attr_setaffinity_np and pthread_create. */
+	if (first_cpu < 64) {
+		unsigned long word = 1UL << first_cpu;
+		CHECK_OK(pthread_attr_init(&a));
+		CHECK_OK(pthread_attr_setaffinity_np(&a, sizeof word, (cpu_set_t *)&word));
+		dirty_stack();
+		CHECK_OK(pthread_create(&t, &a, nothing, NULL));
+		CHECK_OK(pthread_join(t, NULL));
+		CHECK_OK(pthread_attr_destroy(&a));
+	}
+	bs = CPU_ALLOC(4096);
+	CHECK(bs != NULL);
+	CPU_ZERO_S(big, bs);
+	CPU_SET_S(2000, big, bs);
+	CHECK_OK(pthread_attr_init(&a));
+	CHECK_OK(pthread_attr_setaffinity_np(&a, big, bs));
+	dirty_stack();
+	CHECK(pthread_create(&t, &a, nothing, NULL) == EINVAL);
+	CPU_SET_S(first_cpu, big, bs);
+	CHECK_OK(pthread_attr_setaffinity_np(&a, big, bs));
+	CHECK_OK(pthread_create(&t, &a, nothing, NULL));
+	CHECK_OK(pthread_join(t, NULL));
+	CHECK_OK(pthread_attr_destroy(&a));
+	CPU_FREE(bs);
 	/* Empty (size 0): no CPU at all. */
 	CHECK(pthread_setaffinity_np(pthread_self(), 0, &set) == EINVAL);
 }

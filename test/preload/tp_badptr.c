@@ -6,7 +6,8 @@
  * the same error; where glibc itself dies of SIGSEGV (it reads or writes
  * the memory in user space: sem_wait(NULL), pthread_join's result, ...)
  * libppl may die the same way or fail with EFAULT.  A second round has a
- * SIGSEGV handler of the application's installed.  TP_BADPTR_PRINT=1
+ * SIGSEGV handler of the application's installed, a third SIGSEGV blocked
+ * in the calling thread.  TP_BADPTR_PRINT=1
  * prints each outcome instead of checking. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -106,6 +107,32 @@ static int c_sigprocmask(void) { return ERRNO(sigprocmask(SIG_BLOCK, bad, NULL))
 static int c_sigpending(void) { return ERRNO(sigpending(bad)); }
 static int c_setaffinity(void) { return pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), bad); }
 static int c_getaffinity(void) { return pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), bad); }
+static int c_getaffinity_own(void)
+{
+	/* After pthread_setaffinity_np: a thread's own set, not the kernel's. */
+	cpu_set_t set;
+	CHECK_OK(pthread_getaffinity_np(pthread_self(), sizeof set, &set));
+	CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof set, &set));
+	return pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), bad);
+}
+static int c_cpuclock_gettime(void)
+{
+	clockid_t c;
+	CHECK_OK(pthread_getcpuclockid(pthread_self(), &c));
+	return ERRNO(clock_gettime(c, bad));
+}
+static int c_sigtimedwait_info(void)
+{
+	/* A signal pending on the thread: taken, then info cannot be written. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_kill(pthread_self(), SIGUSR1);
+	struct timespec ts = { 1, 0 };
+	int r = sigtimedwait(&set, bad, &ts);
+	return r == SIGUSR1 ? 0 : r == -1 ? errno : 200;
+}
 static int c_sched_getparam(void) { return ERRNO(sched_getparam(0, bad)); }
 static int c_sched_setparam(void) { return ERRNO(sched_setparam(0, bad)); }
 static int c_sched_setscheduler(void) { return ERRNO(sched_setscheduler(0, SCHED_OTHER, bad)); }
@@ -185,6 +212,9 @@ static const struct call calls[] = {
 	C(sigpending, "EFAULT", "EFAULT", "EFAULT"),
 	C(setaffinity, "EFAULT", "EFAULT", "EFAULT"),
 	C(getaffinity, "EFAULT", "EFAULT", "EFAULT"),
+	C(getaffinity_own, "EFAULT", "EFAULT", "EFAULT"),
+	C(cpuclock_gettime, "EFAULT", "EFAULT", "EFAULT"),
+	C(sigtimedwait_info, "0", "EFAULT", "EFAULT"),
 	C(sched_getparam, "EINVAL", "EFAULT", "EFAULT"),
 	C(sched_setparam, "EINVAL", "EFAULT", "EFAULT"),
 	C(sched_setscheduler, "EINVAL", "EFAULT", "EFAULT"),
@@ -218,6 +248,12 @@ struct job {
 static void *in_thread(void *arg)
 {
 	struct job *j = arg;
+	if (own_segv == 2) {
+		sigset_t segv;
+		sigemptyset(&segv);
+		sigaddset(&segv, SIGSEGV);
+		pthread_sigmask(SIG_BLOCK, &segv, NULL);
+	}
 	j->result = j->c->fn();
 	return NULL;
 }
@@ -230,7 +266,7 @@ static void child(const struct call *c, int in_new_thread)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_alarm;          /* no SA_RESTART: EINTR */
 	sigaction(SIGALRM, &sa, NULL);
-	if (own_segv)
+	if (own_segv == 1)
 		signal(SIGSEGV, on_segv);
 	CHECK(pipe(pipefd) == 0);
 	CHECK(write(pipefd[1], "x", 1) == 1);
@@ -291,8 +327,9 @@ int main(void)
 	munmap(page, 4096);
 	void *const ptrs[] = { NULL, (void *)1, page };
 	const char *pnames[] = { "NULL", "1", "unmapped" };
+	const char *rounds[] = { "", " (own SIGSEGV handler)", " (SIGSEGV blocked)" };
 	int print = getenv("TP_BADPTR_PRINT") != NULL, failed = 0;
-	for (own_segv = 0; own_segv < 2; own_segv++)
+	for (own_segv = 0; own_segv < 3; own_segv++)
 	for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
 		for (int k = 0; k < 3; k++)
 			for (int th = 0; th < 2; th++) {
@@ -301,7 +338,7 @@ int main(void)
 				const char *o = outcome(&calls[i], th, buf);
 				if (print) {
 					printf("%s %s %s%s: %s\n", calls[i].name, pnames[k],
-					       th ? "thread" : "main", own_segv ? " own-segv" : "", o);
+					       th ? "thread" : "main", rounds[own_segv], o);
 					continue;
 				}
 				const char *e = calls[i].expect[k];
@@ -310,8 +347,8 @@ int main(void)
 					  (strcmp(e, "SEGV") == 0 && strcmp(o, "EFAULT") == 0);
 				if (!ok) {
 					printf("%s(%s) in %s%s: %s, expected %s\n", calls[i].name,
-					       pnames[k], th ? "a new thread" : "main",
-					       own_segv ? " (own SIGSEGV handler)" : "", o, e);
+					       pnames[k], th ? "a new thread" : "main", rounds[own_segv],
+					       o, e);
 					failed++;
 				}
 			}
