@@ -1,16 +1,53 @@
 // C++20 std::atomic<int>::wait / notify_one ping-pong between two threads
-// (libstdc++ waits with raw futex system calls after a short spin).
+// (libstdc++ waits with raw futex system calls after a short spin), then
+// libstdc++'s wait_notify/100334: four std::async threads wait on atomic
+// chars that share one waiter-pool futex while main sleeps 100 ms and
+// wakes them one by one.  main's sleep used to sit on a VP whose kernel
+// thread then blocked in a waiter's futex, and never ended.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <thread>
 #include <unistd.h>
 
 static std::atomic<int> turn{0};
 
+static int shared_pool()
+{
+	// 16 * 4 bytes apart: the same slot of libstdc++'s 16-entry pool.
+	static std::atomic<char> tmp[49 * 4];
+	std::atomic<char> *a[4] = { &tmp[0], &tmp[16 * 4], &tmp[32 * 4], &tmp[48 * 4] };
+	std::future<void> f[4];
+	for (int i = 0; i < 4; i++)
+		f[i] = std::async(std::launch::async, [p = a[i]] { p->wait(0); });
+	std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	a[2]->store(1);
+	a[2]->notify_one();
+	if (f[2].wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+		std::fprintf(stderr, "the notified waiter did not return\n");
+		return 1;
+	}
+	for (int i : { 0, 1, 3 })
+		if (f[i].wait_for(std::chrono::milliseconds(1)) != std::future_status::timeout) {
+			std::fprintf(stderr, "waiter %d returned without a change\n", i);
+			return 1;
+		}
+	for (int i : { 0, 1, 3 }) {
+		a[i]->store(1);
+		a[i]->notify_one();
+	}
+	for (auto &x : f)
+		x.get();
+	return 0;
+}
+
 int main()
 {
 	alarm(60);
+	if (shared_pool() != 0)
+		return 1;
 	const int rounds = 2000;
 	std::thread peer([&] {
 		for (int i = 0; i < rounds; i++) {
