@@ -174,8 +174,8 @@ static inline bool held_by(struct rmutex *m, uint32_t tid, uint32_t tok)
 	       atomic_load_explicit(&m->token, memory_order_relaxed) == tok;
 }
 
-int robust_lock(pthread_mutex_t *pm, int kind, int mode, const struct timespec *abstime,
-		clockid_t clk)
+static int lock_once(pthread_mutex_t *pm, int kind, int mode, const struct timespec *abstime,
+		     clockid_t clk)
 {
 	struct rmutex *m = R(pm);
 	struct ult *self = ult_self();
@@ -248,6 +248,16 @@ int robust_lock(pthread_mutex_t *pm, int kind, int mode, const struct timespec *
 		if (pshared_wait(&m->word, w, deadline) == ETIMEDOUT)
 			return ETIMEDOUT;
 	}
+}
+
+/* Every return is an entry point's: pay a deferred preemption there (a
+ * trylock loop spends most of its time inside libppl, where ticks defer). */
+int robust_lock(pthread_mutex_t *pm, int kind, int mode, const struct timespec *abstime,
+		clockid_t clk)
+{
+	int err = lock_once(pm, kind, mode, abstime, clk);
+	preempt_point();
+	return err;
 }
 
 int robust_unlock(pthread_mutex_t *pm, int kind)

@@ -6,7 +6,8 @@
  *    it ENOTRECOVERABLE for good; a thread blocked in lock is woken by the
  *    death;
  *  - process-shared in a memfd: an owner process killed with SIGKILL (the
- *    kernel's robust list), with a waiter of this process blocked;
+ *    kernel's robust list), with a waiter of this process blocked; a
+ *    process whose threads lock and unlock many at random killed;
  *  - with another program sharing the mutex: this program again with the
  *    C library's threads (LD_PRELOAD removed, or the native build of a
  *    relinked one), so a libppl process and an NPTL process must agree on
@@ -118,8 +119,10 @@ static void check_dead_then(int type, bool make_consistent)
 		CHECK(pthread_mutex_consistent(&shm->m) == EINVAL);
 		CHECK_OK(pthread_mutex_unlock(&shm->m));
 		CHECK_OK(pthread_mutex_lock(&shm->m));
-		if (type == PTHREAD_MUTEX_ERRORCHECK)
+		if (type == PTHREAD_MUTEX_ERRORCHECK) {
 			CHECK(pthread_mutex_lock(&shm->m) == EDEADLK);
+			CHECK(pthread_mutex_trylock(&shm->m) == EDEADLK);   /* glibc's */
+		}
 		CHECK_OK(pthread_mutex_unlock(&shm->m));
 		CHECK(pthread_mutex_unlock(&shm->m) == EPERM);
 		CHECK_OK(pthread_mutex_trylock(&shm->m));
@@ -220,6 +223,84 @@ static void chain(int pshared)
 	CHECK(chain_dead == CHAIN);
 	CHECK(pthread_mutex_lock(&shm->m) == EOWNERDEAD);
 	check_dead_then(PTHREAD_MUTEX_NORMAL, pshared == PTHREAD_PROCESS_SHARED);
+}
+
+/* tst-robust8: a process whose threads trylock, timedlock (with a past
+ * deadline) and unlock many robust mutexes at random is killed; each
+ * mutex is then free or reports its owner's death. */
+#define MANY 64
+#define BUSY 9
+static pthread_mutex_t *many;
+static int wait_status(pid_t pid);
+
+static void *busy(void *arg)
+{
+	unsigned seed = (unsigned)(intptr_t)arg;
+	int how = 1 + (int)(intptr_t)arg % 2;
+	char held[MANY] = { 0 };
+	const struct timespec past = { 0, 0 };
+	for (;;) {
+		int r = (int)(rand_r(&seed) % MANY), err;
+		if (held[r]) {
+			CHECK_OK(pthread_mutex_unlock(&many[r]));
+			held[r] = 0;
+			continue;
+		}
+		/* Never blocking: on one VP, threads that block in lock while
+		 * others compute starve the killer (left to the scheduler). */
+		err = how == 1 ? pthread_mutex_timedlock(&many[r], &past)
+			       : pthread_mutex_trylock(&many[r]);
+		if (err == EOWNERDEAD)
+			CHECK_OK(pthread_mutex_consistent(&many[r]));
+		else
+			CHECK(err == 0 || err == EBUSY || err == ETIMEDOUT);
+		held[r] = err == 0 || err == EOWNERDEAD;
+	}
+	return NULL;
+}
+
+static void killed_busy(void)
+{
+	many = mmap(NULL, MANY * sizeof *many, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(many != MAP_FAILED);
+	pthread_mutexattr_t a;
+	CHECK_OK(pthread_mutexattr_init(&a));
+	CHECK_OK(pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST));
+	CHECK_OK(pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED));
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < MANY; i++)
+			CHECK_OK(pthread_mutex_init(&many[i], &a));
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			alarm(20);
+			for (int i = 1; i <= BUSY; i++) {
+				pthread_t t;
+				CHECK_OK(pthread_create(&t, NULL, busy, (void *)(intptr_t)i));
+			}
+			long long until = tp_now_ns() + 200000000;
+			while (tp_now_ns() < until)
+				sched_yield();   /* not a sleep: see settle() */
+			kill(getpid(), SIGKILL);
+			_exit(1);
+		}
+		int st = wait_status(pid);
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+		int dead = 0;
+		for (int i = 0; i < MANY; i++) {
+			int err = pthread_mutex_lock(&many[i]);
+			CHECK(err == 0 || err == EOWNERDEAD);
+			dead += err == EOWNERDEAD;
+		}
+		CHECK(dead > 0);
+		for (int i = 0; i < MANY; i++)
+			CHECK_OK(pthread_mutex_unlock(&many[i]));
+		for (int i = 0; i < MANY; i++)
+			CHECK_OK(pthread_mutex_destroy(&many[i]));
+	}
+	CHECK_OK(pthread_mutexattr_destroy(&a));
+	CHECK(munmap(many, MANY * sizeof *many) == 0);
 }
 
 /* ---- between processes ------------------------------------------------------- */
@@ -377,7 +458,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "child") == 0)
 		return child(atoi(argv[2]), argv[3]);
-	alarm(60);
+	alarm(110);
 	find_programs();
 	int fd = memfd_create("tp_robust", 0);
 	CHECK(fd >= 0);
@@ -395,6 +476,7 @@ int main(int argc, char **argv)
 	}
 	chain(PTHREAD_PROCESS_PRIVATE);
 	chain(PTHREAD_PROCESS_SHARED);
+	killed_busy();
 	puts("ok");
 	return 0;
 }
