@@ -167,6 +167,9 @@ struct ult *ult_foreign_self(void)
 static void ult_entry(void *arg)
 {
 	struct ult *t = arg;
+	/* Above every frame a longjmp of this thread can reach (tls.h). */
+	struct _pthread_cleanup_buffer libc_hook;
+	cancel_thread_start(&libc_hook);
 	if (tls_per_thread) {
 		tls_thread_start(t->tls_used);
 		t->tls_used = true;
@@ -180,7 +183,7 @@ static void ult_entry(void *arg)
 		sig_resumed(t);
 		t->result = t->start(t->arg);
 		/* A return is an implicit pthread_exit: no more cancellation. */
-		atomic_fetch_or_explicit(&t->cancel, CANCEL_ACTING, memory_order_seq_cst);
+		cancel_exiting(t);
 	}
 	ult_finish(ult_self());
 }
@@ -255,6 +258,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
 		tls_block_set_stack(t->tls, t->stack.lo, t->stack.size);
+		cancel_thread_reset(t);
 	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
 	*out = (pthread_t)t;
@@ -297,7 +301,7 @@ void ppl_pthread_exit(void *result)
 	struct ult *self = ult_self();
 	/* glibc: pthread_exit during a cancellation's unwind (in a cleanup
 	 * handler) keeps unwinding from there, with the new value. */
-	atomic_fetch_or_explicit(&self->cancel, CANCEL_ACTING, memory_order_seq_cst);
+	cancel_exiting(self);
 	self->result = result;
 	ult_unwind();
 }
