@@ -52,8 +52,13 @@ static void do_fgets(void)
 static void do_fprintf(void)
 {
 	atomic_store(&started, 1);
-	for (;;)
+	for (;;) {
 		fprintf(devnull, "%s", "no end\n");
+		/* Time outside the C library, where libppl preempts a thread
+		 * (on one VP the canceller runs only then). */
+		for (volatile int i = 0; i < 20000; i++)
+			;
+	}
 }
 
 static void do_lockf(void)
