@@ -502,13 +502,14 @@ int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
 		strcpy(buf, t->name);
 		return 0;
 	}
-	/* Unnamed: like a fresh kernel thread, it carries the program's name. */
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	/* Unnamed: like a fresh kernel thread, it carries the program's name.
+	 * Raw system calls: not a cancellation point, as in glibc. */
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	ssize_t r = read(fd, buf, len - 1);
+	ssize_t r = syscall(SYS_read, fd, buf, len - 1);
 	int err = r < 0 ? errno : 0;
-	close(fd);
+	(void)syscall(SYS_close, fd);
 	if (err)
 		return err;
 	if (r > 0 && buf[r - 1] == '\n')

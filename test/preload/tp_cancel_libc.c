@@ -133,6 +133,18 @@ static void do_self_state(void)
 	fprintf(devnull, "Could not cancel self.\n");
 }
 
+/* pthread_getname_np is no cancellation point (glibc reads the name with
+ * its non-cancellable calls); the write after it is. */
+static void do_getname(void)
+{
+	char name[16];
+	atomic_store(&started, 1);
+	CHECK_OK(pthread_cancel(pthread_self()));
+	CHECK_OK(pthread_getname_np(pthread_self(), name, sizeof name));
+	atomic_store(&started, 2);
+	fprintf(devnull, "Could not cancel self.\n");
+}
+
 struct op {
 	const char *name;
 	void (*fn)(void);
@@ -152,6 +164,7 @@ static const struct op ops[] = {
 	{ "open-fifo", do_open_fifo, false, false },
 	{ "self", do_self, false, true },
 	{ "self-cancelstate", do_self_state, false, true },
+	{ "getname", do_getname, false, true },
 };
 
 static void *runner(void *arg)
@@ -193,7 +206,7 @@ static void run(const struct op *op)
 			atomic_load(&cleaned));
 		exit(1);
 	}
-	if (op->fn == do_self_state)
+	if (op->fn == do_self_state || op->fn == do_getname)
 		CHECK(atomic_load(&started) == 2);
 }
 
