@@ -62,6 +62,8 @@
  * real-time signals usually count up from SIGRTMIN. */
 #define CANCEL_SIGNAL SIGRTMAX
 
+extern char __libc_single_threaded;
+
 static struct sigaction prev_action;   /* the handler before ours, for foreign signals */
 static _Atomic int sig_state;          /* 0: not installed, 1: installing, 2: done */
 static uintptr_t text_lo, text_hi;     /* libppl's executable segment */
@@ -437,6 +439,11 @@ int ppl_pthread_cancel(pthread_t th)
 	int old = atomic_fetch_or_explicit(&t->cancel, CANCEL_PENDING, memory_order_seq_cst);
 	/* Also while disabled: the C library acts once it is enabled again. */
 	int lold = libc_bits(t, 0, TLS_CANCEL_CANCELED);
+	/* As glibc: a process still single-threaded that cancels itself must
+	 * reach the C library's cancellation points, which it skips while
+	 * __libc_single_threaded is set. */
+	if (lold >= 0)
+		__atomic_store_n(&__libc_single_threaded, 0, __ATOMIC_RELAXED);
 	if (old & (CANCEL_PENDING | CANCEL_ACTING | CANCEL_DISABLED))
 		return 0;
 	struct ult *self = ult_self();

@@ -8,7 +8,8 @@
  * call; its cleanup handler runs exactly once.  Last, the main thread
  * cancels itself and a write inside fflush acts on it.
  *
- * `tp_cancel_libc NAME` runs one case. */
+ * `tp_cancel_libc NAME` runs one case; `main-self-first` has the main
+ * thread cancel itself before any other thread exists. */
 #include <aio.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -248,13 +249,27 @@ static void main_self_cleanup(void *arg)
 	_exit(0);   /* the main thread was cancelled: success */
 }
 
+/* tst-cancel-self: the main thread cancels itself; the write in fprintf
+ * acts (first: before any other thread has existed). */
+static _Noreturn void main_self(bool first)
+{
+	pthread_cleanup_push(main_self_cleanup, NULL);
+	CHECK_OK(pthread_cancel(pthread_self()));
+	fprintf(devnull, "Could not cancel self.\n");
+	pthread_cleanup_pop(0);
+	fprintf(stderr, "main%s: could not cancel self\n", first ? " (single-threaded)" : "");
+	exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);   /* a cancel that does not act hangs */
-	CHECK(pipe(pipe_fds) == 0);
 	devnull = fopen("/dev/null", "w");
 	CHECK(devnull != NULL);
 	setvbuf(devnull, NULL, _IONBF, 0);
+	if (argc >= 2 && strcmp(argv[1], "main-self-first") == 0)
+		main_self(true);
+	CHECK(pipe(pipe_fds) == 0);
 	snprintf(lock_path, sizeof lock_path, "/tmp/tp_cancel_libc.lock.%d", (int)getpid());
 	snprintf(fifo_path, sizeof fifo_path, "/tmp/tp_cancel_libc.fifo.%d", (int)getpid());
 	int fd = open(lock_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -293,11 +308,5 @@ int main(int argc, char **argv)
 		main_self_cleanup(NULL);
 		return 0;
 	}
-	/* tst-cancel-self: the main thread cancels itself; the write in fflush acts. */
-	pthread_cleanup_push(main_self_cleanup, NULL);
-	CHECK_OK(pthread_cancel(pthread_self()));
-	fprintf(devnull, "Could not cancel self.\n");
-	pthread_cleanup_pop(0);
-	fprintf(stderr, "main: could not cancel self\n");
-	return 1;
+	main_self(false);
 }
