@@ -211,6 +211,69 @@ static void run(const struct op *op)
 		CHECK(atomic_load(&started) == 2);
 }
 
+/* tst-pthread-raise-blocked-self: raise() of a signal the main thread
+ * blocks stays pending for the main thread, even while a helper that
+ * does not block it waits in pause(); then the helper is cancelled there. */
+static atomic_int usr1_handled;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	atomic_store(&usr1_handled, 1);
+}
+
+static void *pauser(void *arg)
+{
+	(void)arg;
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &s, NULL) == 0);
+	pthread_cleanup_push(cleanup, NULL);
+	atomic_store(&started, 1);
+	pause();
+	pthread_cleanup_pop(0);
+	fprintf(stderr, "raise-blocked-self: the helper's pause returned\n");
+	exit(1);
+}
+
+static void raise_blocked_self(void)
+{
+	atomic_store(&started, 0);
+	atomic_store(&cleaned, 0);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	sigset_t s, pending;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	CHECK(pthread_sigmask(SIG_BLOCK, &s, NULL) == 0);
+	pthread_t t;
+	CHECK_OK(pthread_create(&t, NULL, pauser, NULL));
+	while (!atomic_load(&started))
+		sched_yield();
+	long long until = tp_now_ns() + 30000000;
+	while (tp_now_ns() < until)
+		sched_yield();
+	CHECK(raise(SIGUSR1) == 0);
+	CHECK(sigpending(&pending) == 0 && sigismember(&pending, SIGUSR1));
+	CHECK(!atomic_load(&usr1_handled));
+	CHECK_OK(pthread_cancel(t));
+	void *res;
+	CHECK_OK(pthread_join(t, &res));
+	if (res != PTHREAD_CANCELED || atomic_load(&cleaned) != 1) {
+		fprintf(stderr, "raise-blocked-self: result %p, cleanup ran %d times\n", res,
+			atomic_load(&cleaned));
+		exit(1);
+	}
+	CHECK(!atomic_load(&usr1_handled));
+	/* Discard it: its delivery on unblocking is signal.c's matter. */
+	sa.sa_handler = SIG_IGN;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(pthread_sigmask(SIG_UNBLOCK, &s, NULL) == 0);
+}
+
 /* A child holds the lock on lock_path until the pipe it reads closes. */
 static pid_t lock_holder(int *release)
 {
@@ -284,6 +347,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
 		if (argc < 2 || strcmp(argv[1], ops[i].name) == 0)
 			run(&ops[i]);
+	if (argc < 2 || strcmp(argv[1], "raise-blocked-self") == 0)
+		raise_blocked_self();
 
 	/* aio still works after a cancelled aio_suspend (its cleanup ran). */
 	static char c;
