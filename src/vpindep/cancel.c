@@ -32,7 +32,22 @@
  *    in libppl's few instructions around the call is sent again by
  *    pthread_cancel until the mark is gone or the thread acts.  The thread
  *    cannot move to another VP while marked: preemption never switches a
- *    thread whose PC is in libppl or the C library. */
+ *    thread whose PC is in libppl or the C library.
+ *  - The C library's own cancellation points (fgets' read, pause, lockf,
+ *    ...; per-thread TLS only) act on the bits of the thread's glibc
+ *    descriptor, which mirror `cancel` (tls.h): DISABLED and ASYNC follow
+ *    the state and type, CANCELED is set with CANCEL_PENDING and EXITING
+ *    with CANCEL_ACTING, each after libppl's own bit.  The C library sets
+ *    ASYNC around each of its cancellable system calls and, if CANCELED is
+ *    already set, starts glibc's unwinder, which runs libppl's hook
+ *    (libc_acts): the request is acted on as at any other point.  A
+ *    request that comes while the thread is inside such a call finds ASYNC
+ *    in the old value of its read-modify-write of the same word (so either
+ *    the thread sees CANCELED or the canceller sees ASYNC), and
+ *    pthread_cancel signals the thread's kernel thread until it has acted
+ *    or left the call; the handler acts only while ASYNC is still set and
+ *    the signal did not land in libppl's code.  The thread cannot change
+ *    kernel threads inside such a call (no libppl code runs there). */
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
@@ -40,15 +55,46 @@
 
 #include "parklot.h"
 #include "pthread_impl.h"
+#include "tls.h"
 
 /* The last real-time signal: glibc keeps the first two (SIGCANCEL and
  * SIGSETXID) below SIGRTMIN for itself, and applications that use
  * real-time signals usually count up from SIGRTMIN. */
 #define CANCEL_SIGNAL PPL_SIGCANCEL
 
+extern char __libc_single_threaded;
+
 static struct sigaction prev_action;   /* the handler before ours, for foreign signals */
 static _Atomic int sig_state;          /* 0: not installed, 1: installing, 2: done */
 static uintptr_t text_lo, text_hi;     /* libppl's executable segment */
+
+/* ---- the C library's descriptor bits (tls.h) ------------------------------------ */
+
+/* t's glibc descriptor if the C library's cancellation acts for t. */
+static void *libc_tp(struct ult *t)
+{
+	if (!tls_libc_cancel)
+		return NULL;
+	if (t == &ppl_rt.main_ult)
+		return tls_main_block();
+	return t->foreign ? NULL : t->tls;
+}
+
+static int libc_bits(struct ult *t, int clear, int set)
+{
+	void *tp = libc_tp(t);
+	return tp ? tls_cancel_bits(tp, clear, set) : -1;
+}
+
+/* Inside one of the C library's cancellable calls (it set ASYNC there),
+ * for a thread whose own type is deferred. */
+static bool in_libc_call(struct ult *t, int c)
+{
+	if (c & CANCEL_ASYNC)
+		return false;
+	int g = libc_bits(t, 0, 0);
+	return g >= 0 && (g & (TLS_CANCEL_ASYNC | TLS_CANCEL_EXITING)) == TLS_CANCEL_ASYNC;
+}
 
 /* ---- state and type -------------------------------------------------------- */
 
@@ -74,6 +120,8 @@ int ppl_pthread_setcancelstate(int state, int *oldstate)
 		return EINVAL;
 	struct ult *self = ult_self();
 	int old = update(self, CANCEL_DISABLED, state == PTHREAD_CANCEL_DISABLE ? CANCEL_DISABLED : 0);
+	(void)libc_bits(self, TLS_CANCEL_DISABLED,
+			state == PTHREAD_CANCEL_DISABLE ? TLS_CANCEL_DISABLED : 0);
 	if (oldstate)
 		*oldstate = (old & CANCEL_DISABLED) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
 	cancel_async_check();
@@ -86,6 +134,8 @@ int ppl_pthread_setcanceltype(int type, int *oldtype)
 		return EINVAL;
 	struct ult *self = ult_self();
 	int old = update(self, CANCEL_ASYNC, type == PTHREAD_CANCEL_ASYNCHRONOUS ? CANCEL_ASYNC : 0);
+	(void)libc_bits(self, TLS_CANCEL_ASYNC,
+			type == PTHREAD_CANCEL_ASYNCHRONOUS ? TLS_CANCEL_ASYNC : 0);
 	if (oldtype)
 		*oldtype = (old & CANCEL_ASYNC) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
 	cancel_async_check();
@@ -120,10 +170,16 @@ void cancel_async_check(void)
 		cancel_act();
 }
 
+void cancel_exiting(struct ult *self)
+{
+	atomic_fetch_or_explicit(&self->cancel, CANCEL_ACTING, memory_order_seq_cst);
+	(void)libc_bits(self, 0, TLS_CANCEL_EXITING);
+}
+
 _Noreturn void cancel_act(void)
 {
 	struct ult *self = ult_self();
-	atomic_fetch_or_explicit(&self->cancel, CANCEL_ACTING, memory_order_seq_cst);
+	cancel_exiting(self);
 	self->result = PTHREAD_CANCELED;
 	ult_unwind();
 }
@@ -138,6 +194,7 @@ void cancel_wake(struct ult *t, bool async)
 
 static void async_signal(int sig, siginfo_t *si, void *uc);
 static void signal_setup(void);
+static void libc_kick(struct ult *t);
 
 /* ---- cancellable system calls ------------------------------------------------ */
 
@@ -155,6 +212,47 @@ static void unmark(struct vproc *v, struct ult *t)
 {
 	atomic_store_explicit(&v->cp_ult, NULL, memory_order_seq_cst);
 	atomic_store_explicit(&t->cp_vp, NULL, memory_order_seq_cst);
+}
+
+/* Unwinding from inside a marked call: undo cancel_syscall_enter and the
+ * caller's state (its undo, or blocking.c's sys_enter). */
+static void undo_mark(struct vproc *v, struct ult *c)
+{
+	unmark(v, c);
+	if (v->cp_undo)
+		v->cp_undo(v->cp_arg);
+	else
+		sys_leave(v->bound_to != NULL ? NULL : v);
+}
+
+/* glibc's unwinder runs this (tls.h's hook) when a cancellable call of the
+ * C library found the request; an interposed call (blocking.c) may be
+ * around that call. */
+static void libc_acts(void *arg)
+{
+	(void)arg;
+	tls_cancel_hooked();
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = ult_self();
+	if (v != NULL && atomic_load_explicit(&v->cp_ult, memory_order_seq_cst) == self)
+		undo_mark(v, self);
+	cancel_act();
+}
+
+void cancel_init(void)
+{
+	tls_cancel_hook(NULL, libc_acts);   /* the main thread's */
+}
+
+void cancel_thread_start(struct _pthread_cleanup_buffer *hook)
+{
+	tls_cancel_hook(hook, libc_acts);
+}
+
+void cancel_thread_reset(struct ult *t)
+{
+	if (libc_tp(t) != NULL)
+		tls_cancel_reset(t->tls, &t->libc_unwind);
 }
 
 struct vproc *cancel_syscall_enter(void (*undo)(void *), void *arg)
@@ -208,6 +306,29 @@ static void syscall_kick(struct ult *t)
 			ppl_fatal("cannot signal VP %d to cancel a system call: %s", v->vp.id,
 				  strerror(err));
 		/* Give the handler time to run before looking again. */
+		sched_sleep_until(clock_now_ns(CLOCK_MONOTONIC) + (round < 10 ? 100000 : 2000000));
+	}
+}
+
+/* pthread_cancel's side for a thread inside one of the C library's own
+ * cancellable calls: signal its kernel thread until it has acted or left
+ * the call (a signal that lands in libppl's code is ignored). */
+static void libc_kick(struct ult *t)
+{
+	signal_setup();
+	for (int round = 0;; round++) {
+		int c = atomic_load_explicit(&t->cancel, memory_order_seq_cst);
+		if (!acts_deferred(c) || !in_libc_call(t, c) ||
+		    atomic_load_explicit(&t->state, memory_order_seq_cst) != ULT_RUNNING)
+			return;
+		struct vproc *v = t->vp;
+		if (v == NULL)
+			return;
+		atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
+		int err = vp_signal(&v->vp, CANCEL_SIGNAL);
+		if (err)
+			ppl_fatal("cannot signal VP %d to cancel a system call: %s", v->vp.id,
+				  strerror(err));
 		sched_sleep_until(clock_now_ns(CLOCK_MONOTONIC) + (round < 10 ? 100000 : 2000000));
 	}
 }
@@ -274,23 +395,33 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 	if (c != NULL && c == v->current &&
 	    acts_deferred(atomic_load_explicit(&c->cancel, memory_order_seq_cst))) {
 		if (pc >= text_lo && pc < text_hi)
-			return;   /* around the call: pthread_cancel signals again */
-		/* In the C library's call, a cancellation point: undo
-		 * cancel_syscall_enter and the caller's state (its undo, or
-		 * blocking.c's sys_enter) and unwind. */
-		unmark(v, c);
-		if (v->cp_undo)
-			v->cp_undo(v->cp_arg);
-		else
-			sys_leave(v->bound_to != NULL ? NULL : v);
+			goto again;   /* around the call */
+		/* In the C library's call, a cancellation point. */
+		undo_mark(v, c);
 		cancel_act();
 	}
 	struct ult *t = v->current;
-	if (t == NULL || !acts_async(atomic_load_explicit(&t->cancel, memory_order_seq_cst)))
+	if (t == NULL)
+		return;
+	int tc = atomic_load_explicit(&t->cancel, memory_order_seq_cst);
+	if (acts_deferred(tc) && in_libc_call(t, tc)) {
+		/* In one of the C library's own cancellable calls: where glibc's
+		 * SIGCANCEL acts too. */
+		if (pc >= text_lo && pc < text_hi)
+			goto again;
+		cancel_act();
+	}
+	if (!acts_async(tc))
 		return;
 	if (pc >= text_lo && pc < text_hi)
 		return;   /* inside libppl: its exits check (cancel_async_check) */
 	cancel_act();
+again:
+	/* pthread_cancel signals again.  The signal may also have interrupted
+	 * this very handler as it began (two of them queued while the kernel
+	 * thread waited for a CPU; SA_NODEFER): leave the mark for it, whose
+	 * PC is the call's. */
+	atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
 }
 
 int ppl_pthread_cancel(pthread_t th)
@@ -306,6 +437,13 @@ int ppl_pthread_cancel(pthread_t th)
 	 * signal handler or out of memory by then. */
 	unwind_prepare();
 	int old = atomic_fetch_or_explicit(&t->cancel, CANCEL_PENDING, memory_order_seq_cst);
+	/* Also while disabled: the C library acts once it is enabled again. */
+	int lold = libc_bits(t, 0, TLS_CANCEL_CANCELED);
+	/* As glibc: a process still single-threaded that cancels itself must
+	 * reach the C library's cancellation points, which it skips while
+	 * __libc_single_threaded is set. */
+	if (lold >= 0)
+		__atomic_store_n(&__libc_single_threaded, 0, __ATOMIC_RELAXED);
 	if (old & (CANCEL_PENDING | CANCEL_ACTING | CANCEL_DISABLED))
 		return 0;
 	struct ult *self = ult_self();
@@ -321,6 +459,9 @@ int ppl_pthread_cancel(pthread_t th)
 	 * out of parklot.c's bookkeeping). */
 	bool kwait = pshared_interrupt(t, async);
 	syscall_kick(t);
+	if (!async && lold >= 0 &&
+	    (lold & (TLS_CANCEL_ASYNC | TLS_CANCEL_EXITING)) == TLS_CANCEL_ASYNC)
+		libc_kick(t);
 	if (!async || t->foreign || kwait)
 		return 0;
 	signal_setup();

@@ -26,6 +26,7 @@ void ppl_init(void)
 		return;
 	ppl_env_init();
 	tls_mode_init(ppl_env_tls_per_thread);
+	cancel_init();
 	struct ult *m = &ppl_rt.main_ult;
 	m->is_main = true;
 	m->foreign = true;

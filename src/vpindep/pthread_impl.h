@@ -195,6 +195,7 @@ struct ult {
 	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */
 	void *cleanup_jmp;         /* __pthread_register_cancel list (unwind.c) */
 	void *landing;             /* ult_entry's jmp_buf: where an unwind ends */
+	__pthread_unwind_buf_t libc_unwind; /* where glibc's unwinder goes (tls.h) */
 	_Alignas(16) unsigned char unwind_exc[64]; /* struct _Unwind_Exception of
 				    * the unwind in progress: off the stack, which
 				    * the landing pads reuse */
@@ -369,6 +370,14 @@ _Noreturn void cancel_act(void);
  * such a thread may make, e.g. sched_yield, or a signal that found it in
  * libppl's code). */
 void cancel_async_check(void);
+/* The thread no longer acts on requests (unwinding, or returned). */
+void cancel_exiting(struct ult *self);
+/* The C library's own cancellation points (cancel.c, tls.h): at start-up
+ * (the main thread's hook), for a new thread before it can be cancelled,
+ * and first thing on the new thread (`hook` in its bottom frame). */
+void cancel_init(void);
+void cancel_thread_reset(struct ult *t);
+void cancel_thread_start(struct _pthread_cleanup_buffer *hook);
 /* pthread_cancel's side: wake t if it is parked where a cancel ends the wait. */
 void cancel_wake(struct ult *t, bool async);
 /* Around a blocking call of the C library that is a cancellation point

@@ -186,6 +186,9 @@ struct ult *ult_foreign_self(void)
 static void ult_entry(void *arg)
 {
 	struct ult *t = arg;
+	/* Above every frame a longjmp of this thread can reach (tls.h). */
+	struct _pthread_cleanup_buffer libc_hook;
+	cancel_thread_start(&libc_hook);
 	if (tls_per_thread) {
 		tls_thread_start(t->tls_used);
 		t->tls_used = true;
@@ -199,7 +202,7 @@ static void ult_entry(void *arg)
 		sig_resumed(t);
 		t->result = t->start(t->arg);
 		/* A return is an implicit pthread_exit: no more cancellation. */
-		atomic_fetch_or_explicit(&t->cancel, CANCEL_ACTING, memory_order_seq_cst);
+		cancel_exiting(t);
 	}
 	ult_finish(ult_self());
 }
@@ -292,6 +295,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
 		tls_block_set_stack(t->tls, t->stack.lo, t->stack.size);
+		cancel_thread_reset(t);
 	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
 	*out = (pthread_t)t;
@@ -334,7 +338,7 @@ void ppl_pthread_exit(void *result)
 	struct ult *self = ult_self();
 	/* glibc: pthread_exit during a cancellation's unwind (in a cleanup
 	 * handler) keeps unwinding from there, with the new value. */
-	atomic_fetch_or_explicit(&self->cancel, CANCEL_ACTING, memory_order_seq_cst);
+	cancel_exiting(self);
 	self->result = result;
 	ult_unwind();
 }
@@ -574,13 +578,14 @@ int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
 		strcpy(buf, t->name);
 		return 0;
 	}
-	/* Unnamed: like a fresh kernel thread, it carries the program's name. */
-	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	/* Unnamed: like a fresh kernel thread, it carries the program's name.
+	 * Raw system calls: not a cancellation point, as in glibc. */
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	ssize_t r = read(fd, buf, len - 1);
+	ssize_t r = syscall(SYS_read, fd, buf, len - 1);
 	int err = r < 0 ? errno : 0;
-	close(fd);
+	(void)syscall(SYS_close, fd);
 	if (err)
 		return err;
 	if (r > 0 && buf[r - 1] == '\n')

@@ -9,8 +9,10 @@
 #ifndef PPL_TLS_H
 #define PPL_TLS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Set once by tls_mode_init, before the first VP starts; read-only after. */
 extern bool tls_per_thread __attribute__((visibility("hidden")));
@@ -37,5 +39,37 @@ void tls_thread_exit(void);
 /* After a dlopen: copy the TLS init images of newly loaded modules that
  * use static TLS (initial-exec) into every live user-thread block. */
 void tls_after_dlopen(void);
+
+
+/* ---- the C library's own cancellation points (per-thread TLS; docs/cancel.md) ----
+ * The descriptor's cancelhandling bits (glibc 2.36, nptl/descr.h) that
+ * libppl keeps in step with its own word.  TLS_CANCEL_ASYNC is also set by
+ * the C library around each of its cancellable system calls. */
+#define TLS_CANCEL_DISABLED 0x01
+#define TLS_CANCEL_ASYNC    0x02
+#define TLS_CANCEL_CANCELED 0x08
+#define TLS_CANCEL_EXITING  0x10
+
+/* Per-thread TLS and the descriptor's cancellation fields checked (set
+ * once by tls_mode_init). */
+extern bool tls_libc_cancel __attribute__((visibility("hidden")));
+/* The main thread's descriptor (its original block). */
+void *tls_main_block(void);
+/* Replace the `clear` bits of tp's cancelhandling with `set`; the old word. */
+int tls_cancel_bits(void *tp, int clear, int set);
+/* A new thread's descriptor, before the thread can be cancelled (after
+ * tls_block_set_stack): no request, and glibc's unwinder hands over to
+ * the thread's hook (`redirect` is kept by the caller, per thread). */
+void tls_cancel_reset(void *tp, __pthread_unwind_buf_t *redirect);
+/* On the thread: make `hook` (in its bottom frame, above every frame a
+ * longjmp can reach; NULL: the main thread's own) the last entry of the C
+ * library's cleanup list, with routine fn, which glibc's unwinder runs
+ * when the C library acts on a request.  fn calls tls_cancel_hooked()
+ * first, then unwinds the thread and does not return. */
+void tls_cancel_hook(struct _pthread_cleanup_buffer *hook, void (*fn)(void *));
+void tls_cancel_hooked(void);
+/* libppl's unwinder: run (off the list) the C library's own cleanup
+ * entries below address `below`, or all of them; never the hook. */
+void tls_cancel_run_cleanups(uintptr_t below, bool all);
 
 #endif

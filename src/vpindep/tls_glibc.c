@@ -45,6 +45,8 @@ struct layout {
 	uint32_t multiple_threads, stack_guard, pointer_guard, feature_1;
 	uint32_t robust_prev, robust_head, specific_1st, stackblock, stackblock_size, res;
 	int64_t rseq_offset;
+	/* the C library's cancellation (tls_cancel_*) */
+	uint32_t cleanup, cleanup_jmp_buf;
 };
 
 #if defined(__x86_64__)
@@ -52,13 +54,16 @@ static const struct layout known[] = {
 	{ "2.36", 2368, 704, 720, 1296, 8, 776, 1592,
 	  24, 40, 48, 72,
 	  728, 736, 784, 1680, 1688, 1720,
-	  2336 },
+	  2336,
+	  760, 768 },
 };
 #else
 static const struct layout known[1];   /* none checked yet: shared TLS */
 #endif
 
 static const struct layout *L;
+bool tls_libc_cancel PPL_HIDDEN;
+static void libc_cancel_init(void);
 
 /* Resolved once by the gate. */
 static void *(*allocate_tls)(void *);
@@ -417,6 +422,7 @@ void tls_mode_init(bool want_per_thread)
 	ctx_tls_setup();
 	mark_all_done(modules());
 	tls_per_thread = true;
+	libc_cancel_init();
 }
 
 void ppl_after_dlopen(void)
@@ -435,4 +441,148 @@ void tls_atfork(enum fork_phase ph)
 	}
 	spin_unlock(&blocks_lock);
 	spin_unlock(&dl_lock);
+}
+
+/* ---- the C library's cancellation points (docs/cancel.md) ---------------------------------
+ *
+ * glibc 2.36 acts on a request inside its own cancellable calls from the
+ * descriptor's `cancelhandling` word: __pthread_enable_asynccancel, around
+ * each such system call, sets the type bit and, if the request bit is
+ * already set (and the thread enabled, not exiting), calls __pthread_unwind
+ * with the descriptor's `cleanup_jmp_buf`.  libppl keeps the bits in step
+ * with its own word (cancel.c) and makes that unwind libppl's:
+ *  - cleanup_jmp_buf is a buffer (struct ult's libc_unwind) whose saved
+ *    stack pointer is the descriptor's stack top, so glibc's stop function
+ *    decides at the first frame to jump there, after running the old-style
+ *    handlers of the descriptor's `cleanup` list down to the buffer's
+ *    (NULL);
+ *  - the last entry of that list is libppl's hook, so glibc runs it first
+ *    thing (after the C library's own entries, which are inner), and the
+ *    hook unwinds the thread with libppl's unwinder from there (through
+ *    glibc's unwinder frames, which have unwind information).  glibc never
+ *    gets to the jump, whose target is a fatal message.
+ *  - The hook must survive every longjmp, which glibc follows with
+ *    __pthread_cleanup_upto: it runs and unlinks the entries between the
+ *    stack pointer and the jump's target, comparing addresses relative to
+ *    the stack top (stackblock + stackblock_size).  A user thread's hook is
+ *    in ult_entry's frame, above every frame a longjmp can reach.  The main
+ *    thread's stack is not libppl's: its hook is libppl's static data and
+ *    its descriptor's stack top is moved just above it, below the whole
+ *    main stack, so every stack address compares below the hook and keeps
+ *    its order (glibc uses the field only for those comparisons and the
+ *    alloca cut-off, which stays at its maximum).
+ * The bit values are glibc 2.36's (nptl/descr.h; tls.h), as its
+ * cancellable calls test them on x86_64. */
+
+static void (*hook_fn)(void *);    /* libppl's hook routine (cancel.c) */
+
+static struct {
+	struct _pthread_cleanup_buffer hook;
+	_Alignas(16) char stack[4096];   /* where a stray jump would land */
+} main_hook;
+static __pthread_unwind_buf_t main_unwind;
+
+/* glibc's PTR_MANGLE on x86_64. */
+static uintptr_t mangle(uintptr_t p)
+{
+	p ^= F(main_tp, L->pointer_guard, uintptr_t);
+	return (p << 0x11) | (p >> (64 - 0x11));
+}
+
+static _Noreturn void stray_jump(void)
+{
+	ppl_fatal("the C library unwound a thread without libppl's cancellation hook");
+}
+
+static void set_redirect(char *tp, __pthread_unwind_buf_t *b)
+{
+	uintptr_t top = F(tp, L->stackblock, uintptr_t) + F(tp, L->stackblock_size, uintptr_t);
+	memset(b, 0, sizeof *b);
+	/* __jmp_buf on x86_64: rbx rbp r12 r13 r14 r15 rsp pc, the last two mangled. */
+	b->__cancel_jmp_buf[0].__cancel_jmp_buf[6] = (long)mangle(top);
+	b->__cancel_jmp_buf[0].__cancel_jmp_buf[7] = (long)mangle((uintptr_t)stray_jump);
+	F(tp, L->cleanup_jmp_buf, void *) = b;
+}
+
+static void libc_cancel_init(void)
+{
+#if defined(__x86_64__)
+	char here;
+	if (F(main_tp, L->cleanup, void *) != NULL || F(main_tp, L->cancelhandling, int) != 0)
+		return;   /* libppl's own cancellation points only */
+	uintptr_t top = ((uintptr_t)(main_hook.stack + sizeof main_hook.stack)) & ~(uintptr_t)15;
+	if (top >= (uintptr_t)&here)
+		return;   /* the main stack is not above libppl's data */
+	F(main_tp, L->stackblock, uintptr_t) = 0;
+	F(main_tp, L->stackblock_size, uintptr_t) = top;
+	tls_libc_cancel = true;
+#endif
+}
+
+void *tls_main_block(void)
+{
+	/* glibc registers its own buffer for the main thread just before
+	 * main(), after libppl's constructor: replace it before the first
+	 * request.  Nothing else writes the field (libppl interposes
+	 * __pthread_register_cancel). */
+	if (F(main_tp, L->cleanup_jmp_buf, void *) != &main_unwind)
+		set_redirect(main_tp, &main_unwind);
+	return main_tp;
+}
+
+int tls_cancel_bits(void *tp, int clear, int set)
+{
+	_Atomic int *w = (_Atomic int *)((char *)tp + L->cancelhandling);
+	int old = atomic_load_explicit(w, memory_order_seq_cst);
+	while (!atomic_compare_exchange_weak_explicit(w, &old, (old & ~clear) | set,
+						      memory_order_seq_cst, memory_order_seq_cst))
+		;
+	return old;
+}
+
+void tls_cancel_reset(void *tp, __pthread_unwind_buf_t *redirect)
+{
+	if (!tls_libc_cancel)
+		return;
+	atomic_store_explicit((_Atomic int *)((char *)tp + L->cancelhandling), 0,
+			      memory_order_relaxed);
+	F(tp, L->cleanup, void *) = NULL;
+	set_redirect(tp, redirect);
+}
+
+void tls_cancel_hook(struct _pthread_cleanup_buffer *hook, void (*fn)(void *))
+{
+	if (!tls_libc_cancel)
+		return;
+	char *tp = hook ? ctx_tls_self() : main_tp;
+	if (hook == NULL)
+		hook = &main_hook.hook;
+	hook_fn = fn;
+	memset(hook, 0, sizeof *hook);
+	hook->__routine = fn;
+	/* The bottom of the list: whatever the C library holds stays above it. */
+	struct _pthread_cleanup_buffer **p = &F(tp, L->cleanup, struct _pthread_cleanup_buffer *);
+	while (*p != NULL && *p != hook)
+		p = &(*p)->__prev;
+	*p = hook;
+}
+
+void tls_cancel_hooked(void)
+{
+	char *tp = ctx_tls_self();
+	struct _pthread_cleanup_buffer *c = F(tp, L->cleanup, struct _pthread_cleanup_buffer *);
+	while (c != NULL && c->__routine != hook_fn)
+		c = c->__prev;
+	F(tp, L->cleanup, struct _pthread_cleanup_buffer *) = c;
+}
+
+void tls_cancel_run_cleanups(uintptr_t below, bool all)
+{
+	char *tp = ctx_tls_self();
+	struct _pthread_cleanup_buffer **head = &F(tp, L->cleanup, struct _pthread_cleanup_buffer *);
+	struct _pthread_cleanup_buffer *c;
+	while ((c = *head) != NULL && c->__routine != hook_fn && (all || (uintptr_t)c < below)) {
+		*head = c->__prev;   /* off the list before it runs, as glibc does */
+		c->__routine(c->__arg);
+	}
 }

@@ -33,6 +33,7 @@
 #include <unwind.h>
 
 #include "pthread_impl.h"
+#include "tls.h"
 
 _Static_assert(sizeof(struct _Unwind_Exception) <= sizeof(((struct ult *)0)->unwind_exc),
 	       "room for the exception object");
@@ -97,6 +98,11 @@ static _Unwind_Reason_Code stop(int version, _Unwind_Action actions, _Unwind_Exc
 	void *target = buf ? (void *)buf : self->landing;
 	bool jump = (actions & _UA_END_OF_STACK) || (target && sp >= (uintptr_t)target);
 
+	/* The C library's own entries (tls.h): those this frame leaves or,
+	 * jumping, those registered inside the target; all at the end. */
+	if (tls_libc_cancel)
+		tls_cancel_run_cleanups(jump && buf ? (uintptr_t)buf : sp,
+					(actions & _UA_END_OF_STACK) || (jump && !buf));
 	struct _pthread_cleanup_buffer *old = buf ? buf->priv.data.cleanup : NULL;
 	struct _pthread_cleanup_buffer *cur = self->cleanup;
 	while (cur != NULL && cur != old && (jump || sp >= (uintptr_t)cur)) {
