@@ -76,6 +76,14 @@ void monitor_kick(void)
 	futex_wake(&mon.word, 1);
 }
 
+void monitor_note_timer(int64_t deadline)
+{
+	/* Pairs with the monitor's publishing of wake_at before its last look. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (deadline + STUCK_NS < atomic_load_explicit(&wake_at, memory_order_seq_cst))
+		monitor_note_ready();
+}
+
 void monitor_note_idle(void)
 {
 	if (ppl_env_deadlock == 0 ||
@@ -294,11 +302,13 @@ static int64_t scan(int64_t now)
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *v = ppl_rt.vps[i];
 		/* A retired VP still counts while its kernel thread is in a
-		 * call: threads pushed on it just before it retired, and
-		 * timers armed while it ran, wait for it there. */
+		 * call or runs its last thread (which may block unannounced):
+		 * threads pushed on it just before it retired, and timers
+		 * armed while it ran, wait for it there. */
 		if (v == NULL || v->bound_to != NULL ||
 		    (atomic_load(&v->retired) &&
-		     atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_OUT) ||
+		     atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_OUT &&
+		     atomic_load_explicit(&v->cur_prio, memory_order_relaxed) < 0) ||
 		    atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL)
 			continue;
 		unsigned long sw = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);
@@ -317,8 +327,14 @@ static int64_t scan(int64_t now)
 		bool queued = has_work(v, &deadline);
 		if (!queued && deadline > now) {
 			v->mon_since = now;   /* nothing waits for it yet */
-			if (in && deadline != INT64_MAX)
-				wait_min(&wait, deadline - now);
+			/* In a call, look when the timer is due.  Out of one,
+			 * its kernel thread may block in a call it does not
+			 * announce (pause(), a raw futex) before then, with
+			 * nobody else to fire the timer (tst-join15: a timed
+			 * join beside a thread in pause()): look when such a
+			 * block could be noticed, STUCK_NS after the timer. */
+			if (deadline != INT64_MAX)
+				wait_min(&wait, deadline - now + (in ? 0 : STUCK_NS));
 			continue;
 		}
 		int64_t stuck = now - v->mon_since;

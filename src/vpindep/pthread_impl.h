@@ -513,6 +513,10 @@ static inline void monitor_note_ready(void)
 	if (ppl_unlikely(atomic_load_explicit(&monitor_asleep, memory_order_seq_cst)))
 		monitor_kick();
 }
+/* A timer due at `deadline` became its VP's earliest: a sleeping monitor
+ * that would look later must look then (the VP's kernel thread may block
+ * in a call it does not announce, and nobody would fire the timer). */
+void monitor_note_timer(int64_t deadline);
 /* A VP goes to sleep with no timer of its own: maybe every thread is stuck. */
 void monitor_note_idle(void);
 /* Called by v's own kernel thread at a scheduling point while v is lent:

@@ -86,7 +86,10 @@ void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
 	set_at(v, v->heap_len++, tm);
 	sift_up(v, tm->index);
 	publish_next(v);
+	bool first = tm->index == 0;
 	spin_unlock(&v->timer_lock);
+	if (first)
+		monitor_note_timer(deadline);
 }
 
 void timer_cancel(struct timer *tm)
