@@ -80,7 +80,7 @@ void monitor_note_timer(int64_t deadline)
 {
 	/* Pairs with the monitor's publishing of wake_at before its last look. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (deadline + STUCK_NS < atomic_load_explicit(&wake_at, memory_order_seq_cst))
+	if (deadline < atomic_load_explicit(&wake_at, memory_order_seq_cst) - STUCK_NS)
 		monitor_note_ready();
 }
 
@@ -333,7 +333,7 @@ static int64_t scan(int64_t now)
 			 * nobody else to fire the timer (tst-join15: a timed
 			 * join beside a thread in pause()): look when such a
 			 * block could be noticed, STUCK_NS after the timer. */
-			if (deadline != INT64_MAX)
+			if (deadline < INT64_MAX - STUCK_NS)
 				wait_min(&wait, deadline - now + (in ? 0 : STUCK_NS));
 			continue;
 		}
