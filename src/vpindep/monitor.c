@@ -39,9 +39,9 @@
 
 _Atomic int monitor_asleep PPL_HIDDEN;
 /* When a sleeping monitor looks again by itself (INT64_MAX: only when
- * kicked): an announced call, or a switch, whose VP's next timer is due
+ * kicked): an announced call, or a new timer, whose VP's next timer is due
  * later need not kick it. */
-_Atomic int64_t monitor_wake_at PPL_HIDDEN = INT64_MAX;
+static _Atomic int64_t wake_at = INT64_MAX;
 
 static struct {
 	spin_t lock;                 /* lent_to/lender links */
@@ -76,6 +76,14 @@ void monitor_kick(void)
 	futex_wake(&mon.word, 1);
 }
 
+void monitor_note_timer(int64_t deadline)
+{
+	/* Pairs with the monitor's publishing of wake_at before its last look. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (deadline < atomic_load_explicit(&wake_at, memory_order_seq_cst) - STUCK_NS)
+		monitor_note_ready();
+}
+
 void monitor_note_idle(void)
 {
 	if (ppl_env_deadlock == 0 ||
@@ -97,7 +105,7 @@ static bool lenders_due(struct vproc *v)
 {
 	int64_t deadline;
 	return has_work(v, &deadline) ||
-	       deadline < atomic_load_explicit(&monitor_wake_at, memory_order_seq_cst);
+	       deadline < atomic_load_explicit(&wake_at, memory_order_seq_cst);
 }
 
 struct vproc *sys_enter(void)
@@ -115,7 +123,7 @@ struct vproc *sys_enter(void)
 	 * sched_push. */
 	if (atomic_load_explicit(&v->rq_len, memory_order_seq_cst) > 0 ||
 	    atomic_load_explicit(&v->next_deadline, memory_order_relaxed) <
-		    atomic_load_explicit(&monitor_wake_at, memory_order_seq_cst) ||
+		    atomic_load_explicit(&wake_at, memory_order_seq_cst) ||
 	    (ppl_unlikely(atomic_load_explicit(&v->lender, memory_order_seq_cst) != NULL) &&
 	     lenders_due(v)))
 		monitor_note_ready();
@@ -294,11 +302,13 @@ static int64_t scan(int64_t now)
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *v = ppl_rt.vps[i];
 		/* A retired VP still counts while its kernel thread is in a
-		 * call: threads pushed on it just before it retired, and
-		 * timers armed while it ran, wait for it there. */
+		 * call or runs its last thread (which may block unannounced):
+		 * threads pushed on it just before it retired, and timers
+		 * armed while it ran, wait for it there. */
 		if (v == NULL || v->bound_to != NULL ||
 		    (atomic_load(&v->retired) &&
-		     atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_OUT) ||
+		     atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_OUT &&
+		     atomic_load_explicit(&v->cur_prio, memory_order_relaxed) < 0) ||
 		    atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL)
 			continue;
 		unsigned long sw = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);
@@ -317,11 +327,14 @@ static int64_t scan(int64_t now)
 		bool queued = has_work(v, &deadline);
 		if (!queued && deadline > now) {
 			v->mon_since = now;   /* nothing waits for it yet */
-			/* Look again when the timer is due, announced call or
-			 * not: a thread sleeping there must not wait for a raw
-			 * futex (std::atomic::wait) to end on this VP. */
-			if (deadline != INT64_MAX)
-				wait_min(&wait, deadline - now);
+			/* In a call, look when the timer is due.  Out of one,
+			 * its kernel thread may block in a call it does not
+			 * announce (pause(), a raw futex) before then, with
+			 * nobody else to fire the timer (tst-join15: a timed
+			 * join beside a thread in pause()): look when such a
+			 * block could be noticed, STUCK_NS after the timer. */
+			if (deadline < INT64_MAX - STUCK_NS)
+				wait_min(&wait, deadline - now + (in ? 0 : STUCK_NS));
 			continue;
 		}
 		int64_t stuck = now - v->mon_since;
@@ -394,7 +407,7 @@ static void monitor_main(void *arg)
 		uint32_t seen = atomic_load_explicit(&mon.word, memory_order_acquire);
 		/* The deadline itself (a VP's next timer), so that a call
 		 * announced with that same timer does not kick. */
-		atomic_store_explicit(&monitor_wake_at, wait >= 0 ? now + wait : INT64_MAX,
+		atomic_store_explicit(&wake_at, wait >= 0 ? now + wait : INT64_MAX,
 				      memory_order_seq_cst);
 		atomic_store_explicit(&monitor_asleep, 1, memory_order_seq_cst);
 		/* The look after publishing: a call announced before it is seen
@@ -402,13 +415,13 @@ static void monitor_main(void *arg)
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst) ||
 		    short_wait(wait = scan(now))) {
 			atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
-			atomic_store_explicit(&monitor_wake_at, 0, memory_order_relaxed);
+			atomic_store_explicit(&wake_at, 0, memory_order_relaxed);
 			continue;
 		}
 		struct timespec until = ns_to_timespec(now + wait);
 		futex_wait(&mon.word, seen, wait >= 0 ? &until : NULL, CLOCK_MONOTONIC);
 		atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
-		atomic_store_explicit(&monitor_wake_at, 0, memory_order_relaxed);
+		atomic_store_explicit(&wake_at, 0, memory_order_relaxed);
 	}
 }
 
@@ -419,7 +432,7 @@ void monitor_fork_child(void)
 	atomic_store_explicit(&mon.kthreads, 1, memory_order_relaxed);
 	atomic_store_explicit(&mon.idle_check, false, memory_order_relaxed);
 	atomic_store_explicit(&monitor_asleep, 0, memory_order_relaxed);
-	atomic_store_explicit(&monitor_wake_at, INT64_MAX, memory_order_relaxed);
+	atomic_store_explicit(&wake_at, INT64_MAX, memory_order_relaxed);
 	mon.reported = false;
 }
 

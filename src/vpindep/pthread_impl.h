@@ -547,19 +547,10 @@ static inline void monitor_note_ready(void)
 	if (ppl_unlikely(atomic_load_explicit(&monitor_asleep, memory_order_seq_cst)))
 		monitor_kick();
 }
-/* v switches threads: if one of its timers is due before the sleeping
- * monitor's next look, kick it.  A VP busy with other threads may block in
- * the kernel unannounced (a raw futex) before that timer fires, and only the
- * monitor can then unstick the sleeper.  Idle VPs fire their timers
- * themselves and do not switch, so a program of timed sleeps pays nothing. */
-extern _Atomic int64_t monitor_wake_at PPL_HIDDEN;
-static inline void monitor_note_timer(struct vproc *v)
-{
-	int64_t d = atomic_load_explicit(&v->next_deadline, memory_order_seq_cst);
-	if (ppl_unlikely(d != INT64_MAX) &&
-	    d < atomic_load_explicit(&monitor_wake_at, memory_order_seq_cst))
-		monitor_note_ready();
-}
+/* A timer due at `deadline` became its VP's earliest: a sleeping monitor
+ * that would look later must look then (the VP's kernel thread may block
+ * in a call it does not announce, and nobody would fire the timer). */
+void monitor_note_timer(int64_t deadline);
 /* A VP goes to sleep with no timer of its own: maybe every thread is stuck. */
 void monitor_note_idle(void);
 /* Called by v's own kernel thread at a scheduling point while v is lent:

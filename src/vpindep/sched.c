@@ -54,7 +54,6 @@ static inline void count_switch(struct vproc *v, struct ult *from, struct ult *t
 	unsigned long n = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);
 	atomic_store_explicit(&v->stats.switches, n + 1, memory_order_relaxed);
 	cpu_switch(from, to);
-	monitor_note_timer(v);
 }
 
 /* ---- run queues -----------------------------------------------------------

@@ -371,6 +371,17 @@ bool ult_stale(struct ult *t)
 	return t == NULL || atomic_load_explicit(&t->state, memory_order_acquire) == ULT_FREE;
 }
 
+/* t joins the caller but has a cancel request pending (its join, a
+ * cancellation point, acts on it) or is exiting: glibc 2.34+ waits for
+ * such a thread instead of saying EDEADLK (tst-join5: a thread joins main,
+ * main cancels it and joins it).  Like glibc, whether t has cancellation
+ * enabled is not looked at. */
+static bool leaves_join(struct ult *t)
+{
+	return (atomic_load_explicit(&t->cancel, memory_order_seq_cst) &
+		(CANCEL_PENDING | CANCEL_ACTING)) != 0;
+}
+
 int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_t clk,
 	     bool try_only)
 {
@@ -381,6 +392,10 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 	 * keeps the descriptor). */
 	if (ult_stale(t))
 		return t != NULL && t->detached ? EINVAL : ESRCH;
+	/* glibc's pthread_tryjoin_np looks at nothing else first: a running
+	 * thread, the caller or a detached one included, is EBUSY. */
+	if (try_only && atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE)
+		return EBUSY;
 	if (t == self)
 		return EDEADLK;
 	spin_lock(&t->lock);
@@ -388,7 +403,7 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 		spin_unlock(&t->lock);
 		return EINVAL;
 	}
-	if (t->joining == self) {   /* t is joining us: both would wait forever */
+	if (t->joining == self && !leaves_join(t)) {   /* both would wait forever */
 		spin_unlock(&t->lock);
 		return EDEADLK;
 	}

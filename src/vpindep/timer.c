@@ -49,9 +49,7 @@ static void sift_down(struct vproc *v, size_t i)
 static void publish_next(struct vproc *v)
 {
 	int64_t d = v->heap_len ? v->heap[0]->deadline : INT64_MAX;
-	/* seq_cst: a switch then reads the monitor's wake_at, which the
-	 * monitor stores before it reads this (monitor_note_timer). */
-	atomic_store_explicit(&v->next_deadline, d, memory_order_seq_cst);
+	atomic_store_explicit(&v->next_deadline, d, memory_order_release);
 }
 
 static void heap_delete(struct vproc *v, size_t i)
@@ -88,7 +86,10 @@ void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
 	set_at(v, v->heap_len++, tm);
 	sift_up(v, tm->index);
 	publish_next(v);
+	bool first = tm->index == 0;
 	spin_unlock(&v->timer_lock);
+	if (first)
+		monitor_note_timer(deadline);
 }
 
 void timer_cancel(struct timer *tm)
