@@ -34,6 +34,7 @@ static pthread_t main_th;
 static atomic_int handled;
 static atomic_int in_main;
 static atomic_llong handled_at;
+static const char *_Atomic now_running = "start";   /* for the watchdog's report */
 static sem_t sem, helper_go;
 static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
@@ -178,6 +179,10 @@ static void one(int which, enum sender how)
 {
 	atomic_store(&handled, 0);
 	atomic_store(&in_main, 0);
+	static char what[96];
+	snprintf(what, sizeof what, "%s, sent by %s", park_name[which],
+		 how == TIMER ? "setitimer" : how == ALARM ? "alarm" : "kill");
+	atomic_store(&now_running, what);
 	pthread_t k;
 	long long t0 = tp_now_ns();
 	int sig = send_later(how, &k);
@@ -235,6 +240,7 @@ static void *locker(void *arg)
 
 static void ten_lockers(void)
 {
+	atomic_store(&now_running, "ten lockers");
 	sigset_t all;
 	sigemptyset(&all);
 	for (int i = 0; i < NT; i++) {
@@ -278,8 +284,8 @@ static void *watchdog(void *arg)
 	struct timespec d = { 60, 0 };
 	while (nanosleep(&d, &d) != 0)
 		;
-	fprintf(stderr, "timed out (handled %d, in main %d)\n", atomic_load(&handled),
-		atomic_load(&in_main));
+	fprintf(stderr, "timed out in %s (handled %d, in main %d)\n", atomic_load(&now_running),
+		atomic_load(&handled), atomic_load(&in_main));
 	_exit(1);
 }
 
