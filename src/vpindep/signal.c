@@ -425,9 +425,12 @@ bool sig_process_claim(int sig, const siginfo_t *si)
 		if (t != m && alive(t) &&
 		    (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)))
 			return pass_to(t, sig, si);
-	if (m != self && alive(m))
-		return pass_to(m, sig, si);
-	return self != NULL || !alive(m);   /* here, as the kernel did */
+	/* Every thread blocks it: pending on the main thread (or the one
+	 * here) until it unblocks it or waits for it. */
+	struct ult *keep = alive(m) ? m : self;
+	if (keep == NULL)
+		return true;   /* no user thread left to take it: here */
+	return pass_to(keep, sig, si);
 }
 
 void sig_vp_idle(struct vproc *v)
