@@ -968,9 +968,9 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 			 (timer_left < 0 || timer_left > SPIN_NS) && !atomic_load(&v->retired));
 	}
 
-	sig_vp_idle(v);   /* a process-directed signal may land here */
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
+	sig_vp_idle(v);   /* signals that got a handler since its last switch */
 	if (shared) {
 		atomic_fetch_add_explicit(&ppl_rt.nsleeping, 1, memory_order_seq_cst);
 		atomic_fetch_sub_explicit(&ppl_rt.nspinning, 1, memory_order_seq_cst);
@@ -1016,9 +1016,9 @@ static void retire(struct vproc *v)
 		/* That VP may be stuck in the kernel (monitor.c). */
 		monitor_note_ready();
 	}
-	sig_vp_idle(v);
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
+	sig_vp_idle(v);
 	int64_t left = timer_run_expired(v);
 	if (left != 0 && atomic_load(&v->retired) &&
 	    atomic_load_explicit(&v->rq_len, memory_order_seq_cst) == 0)

@@ -3,7 +3,8 @@
  *
  * The kernel knows only the VPs' kernel threads, so each user thread keeps
  * its own blocked set (ult.sigmask) and its own pending set (ult.sigpending),
- * and the kernel thread of a VP carries the mask of the thread it runs:
+ * and the kernel thread of a VP carries the mask of the thread it runs,
+ * without the signals that have a handler (sig_kmask):
  *
  *  - The mask is installed lazily.  When a thread resumes on a VP whose
  *    kernel mask (vp.kmask) differs from its own, it installs its own
@@ -107,8 +108,9 @@ static void deliver_pending(struct ult *self)
 
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
-	if (self->sigmask != v->vp.kmask)
-		vp_set_sigmask(self->sigmask);
+	uint64_t k = sig_kmask(self);
+	if (k != v->vp.kmask)
+		vp_set_sigmask(k);
 	deliver_pending(self);
 }
 
@@ -118,6 +120,7 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	t->sigmask = creator->foreign ? vp_get_sigmask() & ~SIG_UNBLOCKABLE : creator->sigmask;
 	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
+	t->altstack_on = false;   /* POSIX: a new thread has none */
 }
 
 void sig_thread_mask(struct ult *t, const sigset_t *set)
@@ -185,7 +188,10 @@ static void sig_kick(struct ult *t, int sig)
 		return;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_BLOCKED) {
-		if (!(bit(sig) & vp_get_sigmask()) &&
+		struct vproc *me = (struct vproc *)vp_current();
+		uint64_t mine = me != NULL && me->current != NULL ? me->current->sigmask
+								 : vp_get_sigmask();
+		if (!(bit(sig) & mine) &&
 		    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
 		     bit(sig)))
 			vp_signal_self(sig);
@@ -332,9 +338,9 @@ int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
  * ready, or parked where a signal ends the park (kill_ult then wakes it
  * with EINTR, and it runs the handler itself).  A thread that waits for it
  * in sigwait comes next; failing all, it stays pending on the main thread
- * until it unblocks it.  Idle VPs unblock every signal that has a handler
- * (sig_vp_idle), so such a signal always finds a kernel thread while some
- * VP is idle. */
+ * until it unblocks it.  The VPs' kernel masks never block a signal that
+ * has a handler (sig_kmask), so such a signal finds a kernel thread at
+ * once, whichever threads run or block it. */
 
 /* The siginfo of process-directed signals passed on to another thread,
  * for the handler that thread runs (sig_claimed_info); one per signal, as
@@ -358,6 +364,16 @@ void sig_claimed_info(siginfo_t *si, int sig)
 			return;
 	}
 	sig_tkill_info(si, sig);   /* the poker is this process */
+}
+
+bool sig_directed_claim(int sig)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v != NULL ? v->current : NULL;
+	if (self == NULL || !(bit(sig) & self->sigmask))
+		return true;
+	atomic_fetch_or_explicit(&self->sigpending, bit(sig), memory_order_seq_cst);
+	return false;
 }
 
 /* t can run sig's handler now or soon: a user thread on a VP that does not
@@ -415,16 +431,32 @@ bool sig_process_claim(int sig, const siginfo_t *si)
 		if (t != m && alive(t) &&
 		    (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)))
 			return pass_to(t, sig, si);
-	if (m != self && alive(m))
-		return pass_to(m, sig, si);
-	return self != NULL || !alive(m);   /* here, as the kernel did */
+	/* Every thread blocks it: pending on the main thread (or the one
+	 * here) until it unblocks it or waits for it. */
+	struct ult *keep = alive(m) ? m : self;
+	if (keep == NULL)
+		return true;   /* no user thread left to take it: here */
+	return pass_to(keep, sig, si);
 }
 
 void sig_vp_idle(struct vproc *v)
 {
-	uint64_t m = v->vp.kmask & ~sig_handled_set();
-	if (m != v->vp.kmask)
-		vp_set_sigmask(m);
+	/* After `sleeping` is set: sig_wrapped_grew sets the bit before it
+	 * looks at `sleeping`, so either we see the bit or it wakes us. */
+	uint64_t k = v->vp.kmask & ~atomic_load_explicit(&sig_wrapped, memory_order_seq_cst);
+	if (k != v->vp.kmask)
+		vp_set_sigmask(k);
+}
+
+void sig_wrapped_grew(void)
+{
+	if (!atomic_load_explicit(&ppl_rt.started, memory_order_acquire))
+		return;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *v = ppl_rt.vps[i];
+		if (v != NULL && atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
+			vp_resume(&v->vp);
+	}
 }
 
 /* ---- masks ------------------------------------------------------------------------ */
@@ -461,8 +493,9 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 			vp_set_sigmask(next);
 	} else if (set != NULL) {
 		self->sigmask = next;
-		if (v->vp.kmask != next)
-			vp_set_sigmask(next);
+		uint64_t k = sig_kmask(self);
+		if (v->vp.kmask != k)
+			vp_set_sigmask(k);
 		deliver_pending(self);
 	}
 	/* Last, as the kernel: set may be old, and a bad old is EFAULT
