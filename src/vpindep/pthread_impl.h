@@ -452,6 +452,13 @@ void sig_tkill_info(siginfo_t *si, int sig);
  * thread that takes it (the main thread first, as Linux does), which
  * runs the handler itself, with si. */
 bool sig_process_claim(int sig, const siginfo_t *si);
+/* raise(sig) in the calling user thread: pthread_kill to itself (0 or an
+ * error number); -1 if the caller is no user thread. */
+int sig_raise(int sig);
+/* An exiting thread (state ULT_EXITING already) runs the handlers of the
+ * unblocked signals still pending on it: a process-directed signal passed
+ * to it must not leave with it. */
+void sig_exit(struct ult *self);
 /* si was sent to one thread (tgkill, raise, pthread_sigqueue), not to the
  * process; clears pthread_sigqueue's mark. */
 bool sig_thread_directed(siginfo_t *si);

@@ -876,7 +876,8 @@ _Noreturn void sched_exit(struct ult *self)
 {
 	struct vproc *v = this_vp();
 	ppl_assert(v != NULL);
-	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_relaxed);
+	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_seq_cst);
+	sig_exit(self);
 	switch_away(v, self, exit_cb, self);
 	ppl_fatal("an exited thread was resumed");
 }

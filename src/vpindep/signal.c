@@ -87,9 +87,25 @@ static int put_set(sigset_t *user, uint64_t m)
  * signal with a handler is poked (the trampoline takes the bit when the
  * handler runs, here and now unless a lock puts it off); one without (a
  * default action, ignored) is taken and raised as it is. */
+/* Process-directed signals every user thread blocked when they came
+ * (sig_process_claim): the first thread to unblock one takes it. */
+static _Atomic uint64_t proc_pending;
+
+static void take_proc_pending(struct ult *self)
+{
+	uint64_t p = atomic_load_explicit(&proc_pending, memory_order_seq_cst) & ~self->sigmask;
+	for (; p != 0; p &= p - 1) {
+		uint64_t b = p & -p;
+		if (atomic_fetch_and_explicit(&proc_pending, ~b, memory_order_acq_rel) & b)
+			atomic_fetch_or_explicit(&self->sigpending, b, memory_order_seq_cst);
+	}
+}
+
 static void deliver_pending(struct ult *self)
 {
 	uint64_t poked = 0;
+	if (ppl_unlikely(atomic_load_explicit(&proc_pending, memory_order_relaxed) != 0))
+		take_proc_pending(self);
 	for (;;) {
 		uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_acquire) &
 			     ~self->sigmask & ~poked;
@@ -180,14 +196,19 @@ static bool sig_wake(struct ult *t)
  *    the kernel, which keeps one instance per kernel thread, and one
  *    thread would never get its own (pthread_cond_init/1-3 hung);
  *  - t is ready: it raises it when it resumes. */
-static void sig_kick(struct ult *t, int sig)
+static bool sig_kick(struct ult *t, int sig, bool here_ok)
 {
 	if (bit(sig) & t->sigmask)
-		return;
+		return false;
 	if (sig_wake(t))
-		return;
+		return false;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_BLOCKED) {
+		/* The trampoline (here_ok), whose kernel mask blocks sig while
+		 * it runs: it runs the handler itself, if it takes the bit. */
+		if (here_ok)
+			return atomic_fetch_and_explicit(&t->sigpending, ~bit(sig),
+							 memory_order_acq_rel) & bit(sig);
 		struct vproc *me = (struct vproc *)vp_current();
 		uint64_t mine = me != NULL && me->current != NULL ? me->current->sigmask
 								 : vp_get_sigmask();
@@ -195,18 +216,19 @@ static void sig_kick(struct ult *t, int sig)
 		    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
 		     bit(sig)))
 			vp_signal_self(sig);
-		return;
+		return false;
 	}
 	/* It may have resumed since: then it is running and looks at its
 	 * pending set only at its next resume or pthread_sigmask. */
 	struct vproc *v = t->vp;
 	if (state != ULT_RUNNING || v == NULL || v->current != t)
-		return;
+		return false;
 	if (sig_has_handler(sig))
 		vp_poke(&v->vp, sig, t);
 	else if (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
 		 bit(sig))
 		vp_signal(&v->vp, sig);
+	return false;
 }
 
 void sig_tkill_info(siginfo_t *si, int sig)
@@ -228,8 +250,9 @@ bool sig_poke_claim(void *target, int sig)
 		    (atomic_fetch_and_explicit(&self->sigpending, ~bit(sig), memory_order_acq_rel) &
 		     bit(sig));
 	struct ult *t = target;
-	if (t != self && (atomic_load_explicit(&t->sigpending, memory_order_acquire) & bit(sig)))
-		sig_kick(t, sig);
+	if (t != self && (atomic_load_explicit(&t->sigpending, memory_order_acquire) & bit(sig)) &&
+	    sig_kick(t, sig, !mine))
+		return true;   /* t is parked where a signal does not end the wait */
 	return mine;
 }
 
@@ -284,7 +307,7 @@ static int kill_ult(struct ult *t, int sig)
 			return vp_signal(&v->vp, sig);
 	}
 	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
-	sig_kick(t, sig);
+	sig_kick(t, sig, false);
 	return 0;
 }
 
@@ -398,14 +421,37 @@ static bool alive(struct ult *t)
 
 static int kill_ult(struct ult *t, int sig);
 
+static bool unblocked(struct ult *t, int sig)
+{
+	return alive(t) && !(bit(sig) & t->sigmask);
+}
+
+/* Passes sig to t; true if it is to run here after all.  A thread that
+ * exits drops the signals sent to it, so t may leave with ours: t stores
+ * ULT_EXITING before it looks at its pending set a last time (sig_exit),
+ * and we set the bit before we look at its state: one of the two sees the
+ * other, and whoever takes the bit back delivers it. */
 static bool pass_to(struct ult *t, int sig, const siginfo_t *si)
 {
 	spin_lock(&passed.lock);
 	passed.info[sig] = *si;
 	atomic_fetch_or_explicit(&passed.valid, bit(sig), memory_order_release);
 	spin_unlock(&passed.lock);
-	kill_ult(t, sig);
-	return false;
+	if (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)) {
+		kill_ult(t, sig);
+		return false;
+	}
+	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
+	if (!alive(t))
+		return atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
+		       bit(sig);
+	return sig_kick(t, sig, true);
+}
+
+void sig_exit(struct ult *self)
+{
+	if (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~self->sigmask)
+		deliver_pending(self);
 }
 
 bool sig_process_claim(int sig, const siginfo_t *si)
@@ -431,12 +477,43 @@ bool sig_process_claim(int sig, const siginfo_t *si)
 		if (t != m && alive(t) &&
 		    (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)))
 			return pass_to(t, sig, si);
-	/* Every thread blocks it: pending on the main thread (or the one
-	 * here) until it unblocks it or waits for it. */
-	struct ult *keep = alive(m) ? m : self;
-	if (keep == NULL)
-		return true;   /* no user thread left to take it: here */
-	return pass_to(keep, sig, si);
+	/* A thread takes it but is parked where a signal does not end the
+	 * wait (a join, a mutex lock): run it here, on this kernel thread, as
+	 * pthread_kill does for such a park, rather than hold it until that
+	 * wait ends, which may be waiting for the handler (pthread_join/6-3). */
+	if (unblocked(m, sig))
+		return true;
+	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
+		if (unblocked(t, sig))
+			return true;
+	if (!alive(m))
+		return true;   /* the process is going away: as the kernel did */
+	/* Every thread blocks it: pending on the process until one unblocks
+	 * it (deliver_pending) or waits for it (sigtimedwait), as in the
+	 * kernel.  A thread that unblocked it meanwhile saw no bit: look
+	 * once more, after publishing it. */
+	spin_lock(&passed.lock);
+	passed.info[sig] = *si;
+	atomic_fetch_or_explicit(&passed.valid, bit(sig), memory_order_release);
+	spin_unlock(&passed.lock);
+	atomic_fetch_or_explicit(&proc_pending, bit(sig), memory_order_seq_cst);
+	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
+		if (unblocked(t, sig) &&
+		    (atomic_fetch_and_explicit(&proc_pending, ~bit(sig), memory_order_acq_rel) &
+		     bit(sig)))
+			return true;
+	return false;
+}
+
+/* raise in a user thread is pthread_kill to itself, as glibc's raise is:
+ * not a tgkill of the VP's kernel thread, which other threads share.  -1
+ * when the caller is not a user thread (the C library's raise serves). */
+int sig_raise(int sig)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v->current == NULL)
+		return -1;
+	return kill_ult(v->current, sig);
 }
 
 void sig_vp_idle(struct vproc *v)
@@ -507,7 +584,7 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
  * and the few that wait on it) and the user thread's own. */
 int ppl_sigpending(sigset_t *set)
 {
-	uint64_t pend = vp_get_sigpending();
+	uint64_t pend = vp_get_sigpending() | atomic_load_explicit(&proc_pending, memory_order_acquire);
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v != NULL && v->current != NULL)
 		pend |= atomic_load_explicit(&v->current->sigpending, memory_order_acquire);
@@ -537,16 +614,18 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 	}
 	want &= ~SIG_UNBLOCKABLE;
 	atomic_store_explicit(&self->sigwaiting, want, memory_order_seq_cst);
-	uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & want;
+	uint64_t p = (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) |
+		      atomic_load_explicit(&proc_pending, memory_order_seq_cst)) & want;
 	for (; p != 0; p &= p - 1) {
 		uint64_t b = p & -p;
-		if (!(atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b))
+		if (!(atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b) &&
+		    !(atomic_fetch_and_explicit(&proc_pending, ~b, memory_order_acq_rel) & b))
 			continue;
 		atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
 		int sig = __builtin_ctzll(b) + 1;
 		if (info != NULL) {
 			siginfo_t si;
-			sig_tkill_info(&si, sig);
+			sig_claimed_info(&si, sig);
 			if (vp_copy_out(info, &si, sizeof si) != 0) {
 				errno = EFAULT;
 				return -1;
@@ -573,7 +652,7 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 			}
 		} else if (atomic_load_explicit(&((struct ult *)target)->sigpending,
 					       memory_order_acquire) & bit(r)) {
-			sig_kick(target, r);
+			sig_kick(target, r, false);
 		}
 	}
 	/* The caller may have migrated while blocked: self, not v->current. */
