@@ -142,6 +142,13 @@ int vp_kernel_state(struct vp *vp);
 /* Kernel threads in the calling process, or -1 if unknown. */
 int vp_process_kthreads(void);
 
+/* Make the credential system call nr(a0, a1, a2) (setuid, setresgid,
+ * setgroups, ...) on the calling kernel thread and on every other kernel
+ * thread of the process (setxid.c).  Returns 0 or the caller's errno; a
+ * kernel thread whose result differs from the caller's (which glibc treats
+ * as fatal) is reported in *bad_tid and its errno in *bad_err (0 if none). */
+int vp_setxid(long nr, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err);
+
 /* The calling kernel thread's own stack, as the C library knows it. 0 or errno. */
 int vp_kthread_stack(void **lo, size_t *size);
 /* End a kernel thread libppl did not create, through the C library. */
