@@ -1,11 +1,15 @@
 /* setuid, setgid, seteuid, setegid, setreuid, setregid, setresuid,
- * setresgid, setgroups: as glibc, the new credentials hold for every
+ * setresgid, setgroups, initgroups: as glibc, the new credentials hold for every
  * kernel thread of the process (VPs, spares, the monitor), not only the
  * caller's, whose kernel thread may run any user thread next.  The
  * broadcast is vp_setxid's (src/vpdep/setxid.c). */
 #include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "pthread_impl.h"
 
@@ -84,4 +88,34 @@ int ppl_setresgid(gid_t r, gid_t e, gid_t s)
 int ppl_setgroups(size_t n, const gid_t *g)
 {
 	return setxid("setgroups", SYS_setgroups, (long)n, (long)g, 0);
+}
+
+/* glibc's initgroups calls its internal setgroups, which would take glibc's
+ * own broadcast (design.md, "Credentials"): the same list from
+ * getgrouplist, cut to the kernel's limit as glibc does, through libppl's. */
+int ppl_initgroups(const char *user, gid_t group)
+{
+	long max = sysconf(_SC_NGROUPS_MAX);
+	int n = 64;
+	gid_t *g = NULL;
+	for (;;) {
+		gid_t *grown = realloc(g, (size_t)n * sizeof *g);
+		if (grown == NULL) {
+			free(g);
+			errno = ENOMEM;
+			return -1;
+		}
+		g = grown;
+		int want = n;
+		if (getgrouplist(user, group, g, &want) >= 0) {
+			n = want;
+			break;
+		}
+		n = want > n ? want : 2 * n;
+	}
+	if (max > 0 && n > max)
+		n = (int)max;
+	int r = ppl_setgroups((size_t)n, g);
+	free(g);
+	return r;
 }

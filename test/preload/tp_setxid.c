@@ -3,7 +3,7 @@
  * spare kernel threads and the monitor, not only the caller's.  Eight
  * threads wait on a condition variable and one is blocked in read() (so
  * that libppl hands its VP to a spare); main and, in turn, a new thread
- * call setgroups, setregid, setresgid, setegid, setgid, setresuid,
+ * call initgroups, setgroups, setregid, setresgid, setegid, setgid, setresuid,
  * seteuid, setreuid and setuid, and after each call the Uid:, Gid: and
  * Groups: lines of /proc/self/task/<tid>/status must be the expected ones
  * for every task.  Then setuid(0) fails with EPERM and changes nothing,
@@ -110,6 +110,27 @@ struct call {
 	int ret, err;
 };
 
+static int cmp_gid(const void *a, const void *b)
+{
+	gid_t x = *(const gid_t *)a, y = *(const gid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The Groups: line initgroups("root", g) must give: getgrouplist's list,
+ * sorted as the kernel keeps it. */
+static void initgroups_line(gid_t g, char *buf, size_t len)
+{
+	gid_t list[256];
+	int n = 256;
+	CHECK(getgrouplist("root", g, list, &n) >= 0);
+	qsort(list, (size_t)n, sizeof list[0], cmp_gid);
+	size_t used = 0;
+	buf[0] = 0;
+	for (int i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? " " : "", (unsigned)list[i]);
+}
+
+static int do_initgroups(struct call *c) { return initgroups("root", (gid_t)c->a[0]); }
 static int do_setgroups(struct call *c)
 {
 	gid_t g[2] = { (gid_t)c->a[0], (gid_t)c->a[1] };
@@ -165,6 +186,10 @@ int main(void)
 	CHECK_OK(pthread_mutex_unlock(&lock));
 	usleep(20000);   /* the reader is in read(), its VP handed over */
 
+	char groups[1024];
+	initgroups_line(1010, groups, sizeof groups);
+	CHECK(call(do_initgroups, 1010, 0, 0, 1) == 0);
+	check_all("initgroups", "0 0 0 0", "0 0 0 0", groups);
 	CHECK(call(do_setgroups, 1001, 1002, 0, 0) == 0);
 	check_all("setgroups", "0 0 0 0", "0 0 0 0", "1001 1002");
 	CHECK(call(do_setregid, 1003, 1004, 0, 1) == 0);
