@@ -111,6 +111,9 @@ static void *helper_main(void *p)
 	const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP };
 	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
 		mask &= ~(1ULL << (faults[i] - 1));
+	/* SIGSETXID (33), which carries setuid and co. to every kernel
+	 * thread (setxid.c), as glibc's helpers leave it unblocked too. */
+	mask &= ~(1ULL << (33 - 1));
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
 	h.fn(h.arg);
 	return NULL;

@@ -20,6 +20,7 @@
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
+#include <grp.h>
 
 /* glibc defines it but declares it only for old X/Open programs. */
 extern __sighandler_t bsd_signal(int sig, __sighandler_t h) __THROW;

@@ -75,6 +75,7 @@ label:
 
 #else /* ABI_SIDE_OURS or ABI_SIDE_SYSTEM */
 
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>

@@ -1,0 +1,292 @@
+"""What test/posix/run and test/glibc/run share: running a test natively
+(NPTL, the reference), preloaded and relinked, re-running a failure beside
+NPTL to tell a race NPTL loses too from a libppl failure, and the report.
+
+A suite's runner makes Test objects (name, family, exe), builds them and
+calls run_all, which runs them, re-runs failures, prints the report and
+returns the exit status.  The runner's opts carry what differs: the time
+limit, the exit codes of its test driver (opts.exit_codes), the
+environment (opts.env), the jobs and rounds, --racy, --allow-fail.
+"""
+
+import concurrent.futures
+import math
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+MODES = ('native', 'preload', 'relinked')
+
+
+class Test:
+    def __init__(self, name, src, family):
+        self.name = name      # e.g. pthread_mutex_lock/1-1
+        self.src = src
+        self.family = family
+        self.exe = {}         # 'native'/'ppl' -> path, None if nothing to run, or 'BUILD_FAIL'
+        self.result = {}      # mode -> 'PASS', 'FAIL', 'CRASH:SIGSEGV', ...
+        self.secs = {}        # mode -> wall time of the run
+        self.rerun = {}       # mode -> failures in re-runs, 'rounds' -> how many (recheck)
+        self.race = set()     # libppl modes whose failure NPTL shares (recheck)
+        self.lock = None      # a callable returning a context manager held while it runs
+
+
+def sh(cmd, log):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        log.append('$ ' + ' '.join(cmd) + '\n' + p.stdout)
+    return p.returncode == 0
+
+
+def up_to_date(stamp, cmd, inputs):
+    """Whether stamp records cmd and is newer than every input."""
+    try:
+        with open(stamp) as f:
+            if f.read() != cmd:
+                return False
+        return os.path.getmtime(stamp) >= max(inputs)
+    except OSError:
+        return False
+
+
+def write_log(out, kind, name, text):
+    path = os.path.join(out, 'logs', kind, name + '.log')
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def kill_test(sid, pipe):
+    """SIGKILL what is left of a test: every process of session sid (the
+    test's process group and the groups its children made for themselves:
+    glibc's test driver runs each test in a child with a group of its own),
+    and any other process that holds its output pipe (a child that made a
+    session of its own), whose output would otherwise be waited for
+    (pipe: the inode of its output pipe, while it is still open, or None)."""
+    target = 'pipe:[%d]' % pipe if pipe is not None else None
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open('/proc/%s/stat' % pid) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            mine = int(fields[4]) == sid   # field 6 of proc(5), the session
+            if not mine and target is not None:
+                fds = '/proc/%s/fd' % pid
+                mine = any(os.readlink(os.path.join(fds, fd)) == target for fd in os.listdir(fds))
+        except (OSError, IndexError, ValueError):
+            continue
+        if mine:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run_one(t, mode, opts, out, limit, log_kind=None):
+    """Run t in mode; returns its result and records it (and its time) in
+    t unless log_kind names a re-run, whose log goes there instead."""
+    exe = t.exe['ppl' if mode == 'relinked' else 'native']
+    if exe in (None, 'BUILD_FAIL'):
+        res = 'BUILD_FAIL' if exe else 'PASS'
+        if log_kind is None:
+            t.result[mode] = res
+        return res
+    env = dict(os.environ)
+    env.pop('LD_PRELOAD', None)
+    env.update(getattr(opts, 'env', {}))
+    if mode == 'preload':
+        env['LD_PRELOAD'] = opts.libppl
+    work = tempfile.mkdtemp(prefix='run-', dir=os.path.join(out, 'work'))
+    start = time.monotonic()
+    # A session of its own, so that a timeout kills the forked children too.
+    p = subprocess.Popen([exe], cwd=work, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         start_new_session=True)
+    pipe = os.fstat(p.stdout.fileno()).st_ino
+    try:
+        output, _ = p.communicate(timeout=limit)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        kill_test(p.pid, pipe)
+        output, _ = p.communicate()
+        rc = None
+    secs = time.monotonic() - start
+    # Stray children of a finished test: its session only, since its pipe
+    # is closed and its inode may already be another test's.
+    kill_test(p.pid, None)
+    shutil.rmtree(work, ignore_errors=True)
+    if rc is None:
+        res = 'TIMEOUT'
+    elif rc < 0:
+        res = 'CRASH:' + signal.Signals(-rc).name
+    else:
+        res = opts.exit_codes.get(rc, 'EXIT:%d' % rc)
+    if log_kind is None:
+        t.result[mode] = res
+        t.secs[mode] = secs
+    text = output.decode(errors='replace')
+    write_log(out, log_kind or mode, t.name, '%s\n%s (%.1f s)\n' % (text, res, secs))
+    return res
+
+
+def run_modes(t, opts, out):
+    # The modes run one after another: tests name their semaphores and
+    # files after themselves, so two modes of one test must not overlap.
+    # Some tests take a while on purpose (pthread_create/15-1 half a minute,
+    # pi_test a minute): NPTL gets three times the limit, libppl at least twice
+    # what NPTL took, so that only a hang costs the whole limit.
+    # A test NPTL does not pass is not counted, so libppl gets only the plain
+    # limit there (enough to show a win).
+    run_one(t, 'native', opts, out, 3 * opts.timeout)
+    if t.result['native'] == 'PASS':
+        limit = max(opts.timeout, 2 * t.secs.get('native', 0))
+    else:
+        limit = opts.timeout
+    for mode in MODES[1:]:
+        run_one(t, mode, opts, out, limit)
+
+
+def run_test(t, opts, out):
+    if t.lock is None:
+        run_modes(t, opts, out)
+        return
+    with t.lock():
+        run_modes(t, opts, out)
+
+
+def recheck(t, opts, out):
+    """Re-run a test NPTL passed and libppl did not, NPTL and the failing
+    modes in turn, to tell a libppl failure from a race in the test that
+    NPTL loses too (docs/posix.md, "Races"): the failure stands unless NPTL
+    fails at least once in these rounds and libppl not significantly more
+    often (same_rate).  Once every failing mode is significantly worse
+    the matter is settled, so a hang costs five rounds, not all."""
+    modes = [m for m in MODES[1:] if t.result[m] != 'PASS']
+    fails = dict.fromkeys(['native'] + modes, 0)
+    rounds = 0
+    for rounds in range(1, opts.rounds + 1):
+        kind_of = lambda m: 'rerun-%s/%d' % (m, rounds)
+        res = run_one(t, 'native', opts, out, 3 * opts.timeout, kind_of('native'))
+        fails['native'] += res != 'PASS'
+        limit = max(opts.timeout, 2 * t.secs.get('native', 0))
+        for m in modes:
+            fails[m] += run_one(t, m, opts, out, limit, kind_of(m)) != 'PASS'
+        if all(not same_rate(fails[m], fails['native']) for m in modes):
+            break   # significantly worse already: a hang costs five rounds
+    t.rerun = dict(fails, rounds=rounds)
+    # NPTL must lose it too in the re-runs, unless the test's own code is
+    # known to race (--racy): NPTL may just be lucky there.
+    nptl_loses = fails['native'] >= 1 or t.name in opts.racy
+    t.race = {m for m in modes if nptl_loses and same_rate(fails[m], fails['native'])}
+
+
+def same_rate(ppl, nptl):
+    """Whether libppl's failures in the re-runs (ppl) are no more than
+    chance above NPTL's (nptl) in as many rounds: within two standard
+    deviations of the difference of two equal rates, about sqrt(ppl+nptl)."""
+    return ppl - nptl <= 2 * math.sqrt(ppl + nptl)
+
+
+def parallel(fn, tests, opts, out, what):
+    done = 0
+    with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+        futures = {pool.submit(fn, t, opts, out): t for t in tests}
+        for f in concurrent.futures.as_completed(futures):
+            f.result()
+            done += 1
+            t = futures[f]
+            if what == 'run' and (opts.verbose or any(r != 'PASS' for r in t.result.values())):
+                print('[%d/%d] %-50s %s' % (done, len(tests), t.name,
+                      ' '.join('%s=%s' % (m, t.result[m]) for m in MODES)), flush=True)
+            elif what == 'recheck':
+                print('[re-run %d/%d] %-43s failed %s' % (done, len(tests), t.name,
+                      rerun_counts(t)), flush=True)
+
+
+def read_list(path):
+    """A file of test names, one a line, "# reason" after it."""
+    known = {}
+    with open(path) as f:
+        for line in f:
+            name, _, reason = line.partition('#')
+            if name.strip():
+                known[name.strip()] = reason.strip()
+    return known
+
+
+def rerun_counts(t):
+    return ' '.join('%s %d/%d' % (m, n, t.rerun['rounds'])
+                    for m, n in t.rerun.items() if m != 'rounds')
+
+
+def run_all(tests, known, opts, out, tag):
+    """Run the built tests three ways, re-run the failures that --allow-fail
+    does not list, print the report; returns the exit status."""
+    start = time.monotonic()
+    parallel(run_test, tests, opts, out, 'run')
+    again = [t for t in tests if t.result['native'] == 'PASS' and t.name not in known and
+             any(t.result[m] != 'PASS' for m in MODES[1:])]
+    if again and opts.rounds:
+        print('%s: re-running %d test(s) libppl failed, with NPTL, up to %d rounds' %
+              (tag, len(again), opts.rounds), flush=True)
+        parallel(recheck, again, opts, out, 'recheck')
+    return report(tests, known, out, time.monotonic() - start)
+
+
+def report(tests, known, out, elapsed):
+    with open(os.path.join(out, 'results.tsv'), 'w') as f:
+        f.write('test\t' + '\t'.join(MODES) + '\n')
+        for t in tests:
+            f.write(t.name + '\t' + '\t'.join(t.result[m] for m in MODES) + '\n')
+
+    fams = {}
+    for t in tests:
+        fams.setdefault(t.family, []).append(t)
+    print('\nPASS counts by family (native = NPTL)\n')
+    head = '%-22s %6s %8s %8s %9s' % ('family', 'tests', 'native', 'preload', 'relinked')
+    print(head)
+    print('-' * len(head))
+    rows = sorted(fams.items()) + [('total', tests)]
+    for label, ts in rows:
+        if label == 'total':
+            print('-' * len(head))
+        counts = [sum(t.result[m] == 'PASS' for t in ts) for m in MODES]
+        print('%-22s %6d %8d %8d %9d' % (label, len(ts), *counts))
+
+    nptl_ok = [t for t in tests if t.result['native'] == 'PASS']
+    nptl_bad = [t for t in tests if t.result['native'] != 'PASS']
+    failing = [t for t in nptl_ok if any(t.result[m] != 'PASS' for m in MODES[1:])]
+    races = [t for t in failing if all(t.result[m] == 'PASS' or m in t.race for m in MODES[1:])]
+    regress = [t for t in failing if t not in races]
+    wins = [t for t in nptl_bad if any(t.result[m] == 'PASS' for m in MODES[1:])]
+    failed = [t for t in regress if t.name not in known]
+
+    def show(title, ts, modes):
+        print('\n%s: %d' % (title, len(ts)))
+        for t in ts:
+            res = ' '.join('%s=%s' % (m, t.result[m]) for m in modes)
+            note = ' [known: %s]' % known[t.name] if t.name in known else ''
+            print('  %-50s %s%s' % (t.name, res, note))
+
+    show('Not passed on NPTL (not counted)', nptl_bad, ('native',))
+    show('Regressions (pass on NPTL, not under libppl)', regress, MODES[1:])
+    for t in regress:
+        if t.rerun:
+            print('  %-50s re-runs failed: %s' % (t.name, rerun_counts(t)))
+    print('\nRaces NPTL loses too (libppl failed, then in the re-runs NPTL failed too,'
+          ' libppl not significantly more often; not counted): %d' % len(races))
+    for t in races:
+        print('  %-50s %s; re-runs failed: %s' % (
+            t.name, ' '.join('%s=%s' % (m, t.result[m]) for m in MODES[1:]), rerun_counts(t)))
+    show('Wins (libppl passes, NPTL does not)', wins, MODES)
+    stale = sorted(n for n in known if n in {t.name for t in tests}
+                   and n not in {t.name for t in regress})
+    if stale:
+        print('\nListed in --allow-fail but not failing: ' + ' '.join(stale))
+    print('\n%d tests, %.0f s; results and logs in %s' % (len(tests), elapsed, out))
+    print('%d passed, %d failed' % (len(nptl_ok) - len(failing), len(failed)))
+    return 1 if failed else 0
