@@ -192,7 +192,7 @@ void vp_enter(struct vp *vp)
 	if (vp->altstack != NULL) {
 		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
 		/* Cannot fail: the stack is large enough and we are not on it. */
-		vp_sigaltstack(&ss, NULL);
+		sigaltstack(&ss, NULL);
 	}
 }
 
@@ -202,7 +202,7 @@ void vp_leave(struct vp *vp)
 	stack_t off = { .ss_flags = SS_DISABLE };
 	/* EPERM means we are running on the alternate stack: then it must
 	 * stay mapped, and leaking it is the only safe choice. */
-	if (vp->altstack != NULL && vp_sigaltstack(&off, NULL) == 0)
+	if (vp->altstack != NULL && sigaltstack(&off, NULL) == 0)
 		altstack_free(vp);
 	current = NULL;
 }
@@ -375,11 +375,6 @@ void vp_set_sigmask(uint64_t mask)
 	struct vp *vp = current;
 	if (vp != NULL)
 		vp->kmask = mask;
-}
-
-int vp_sigaltstack(const stack_t *ss, stack_t *old)
-{
-	return syscall(SYS_sigaltstack, ss, old) == 0 ? 0 : errno;
 }
 
 uint64_t vp_get_sigmask(void)

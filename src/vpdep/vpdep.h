@@ -125,8 +125,6 @@ int vp_class_self(void);
 void vp_set_sigmask(uint64_t mask);
 /* The calling kernel thread's blocked set. */
 uint64_t vp_get_sigmask(void);
-/* The calling kernel thread's alternate signal stack (sigaltstack(2)). */
-int vp_sigaltstack(const stack_t *ss, stack_t *old);
 /* The signals pending for the calling kernel thread: its own and the process's. */
 uint64_t vp_get_sigpending(void);
 /* Take `sig`, pending and blocked, off the calling kernel thread (its own

@@ -213,7 +213,6 @@ int ppl_runtime_start(void)
 			spin_unlock(&ppl_rt.lock);
 			return EAGAIN;
 		}
-		sig_adopt_altstack(m);
 		vp_adopt(&v0->vp);
 		/* Whatever the program blocked while it was single-threaded. */
 		m->sigmask = vp_get_sigmask();

@@ -169,9 +169,6 @@ struct ult {
 				    * only by itself, installed on its VP when it resumes */
 	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
 	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these (signal.c) */
-	stack_t altstack;          /* its sigaltstack, valid while altstack_on
-				    * (sigaltstack.c); written by itself only */
-	bool altstack_on;
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
@@ -441,58 +438,13 @@ void sig_resumed_slow(struct ult *self, struct vproc *v);
  * thread running here has it pending and unblocked and now owns it (run
  * the handler); false otherwise, after seeing to it that target gets it. */
 bool sig_poke_claim(void *target, int sig);
-/* The siginfo of the handler sig_poke_claim gave the calling thread: a
- * process-directed signal's own (sig_process_claim), or what pthread_kill
- * from this process gives on NPTL (tgkill: SI_TKILL). */
-void sig_claimed_info(siginfo_t *si, int sig);
+/* What pthread_kill from this process gives on NPTL (tgkill: SI_TKILL). */
 void sig_tkill_info(siginfo_t *si, int sig);
-/* The trampoline got a process-directed signal sig (not a poke, not sent
- * to this kernel thread by tgkill).  True if its handler runs here, in
- * the user thread running on this VP; false if it went to another user
- * thread that takes it (the main thread first, as Linux does), which
- * runs the handler itself, with si. */
-bool sig_process_claim(int sig, const siginfo_t *si);
-/* raise(sig) in the calling user thread: pthread_kill to itself (0 or an
- * error number); -1 if the caller is no user thread. */
-int sig_raise(int sig);
-/* An exiting thread (state ULT_EXITING already) runs the handlers of the
- * unblocked signals still pending on it: a process-directed signal passed
- * to it must not leave with it. */
-void sig_exit(struct ult *self);
-/* si was sent to one thread (tgkill, raise, pthread_sigqueue), not to the
- * process; clears pthread_sigqueue's mark. */
-bool sig_thread_directed(siginfo_t *si);
-/* Such a signal reached the trampoline: true if the thread running here
- * takes it now; false if it blocks it (it is left pending on it, as the
- * VP's kernel mask does not block a signal that has a handler). */
-bool sig_directed_claim(int sig);
 /* libppl's cancellation signal, the kernel's last (sigreserved.c); the
  * tick's is the one below it (vp_tick_signal). */
 #define PPL_SIGCANCEL __SIGRTMAX
 /* One of those two: refused by sigaction, pthread_kill & co. */
 bool sig_reserved(int sig);
-/* sigaltstack.c: run the application's handler h for the calling thread,
- * on its alternate signal stack if the action has SA_ONSTACK and the
- * thread has one it is not on already. */
-void sig_run_handler(void *h, int flags, int sig, siginfo_t *si, void *uc);
-/* The main thread becomes a user thread: the alternate stack it set on
- * its kernel thread, which VP 0's own replaces, becomes its own. */
-void sig_adopt_altstack(struct ult *m);
-/* sigaction.c: the signals whose handler the kernel runs through the
- * trampoline (bit sig-1). */
-extern _Atomic uint64_t sig_wrapped PPL_HIDDEN;
-/* The kernel mask of the VP that runs t: t's own, except the signals that
- * have a handler, which the kernel may then give to any VP, the trampoline
- * passing a process-directed one to a thread that takes it (signal.c). */
-static inline uint64_t sig_kmask(const struct ult *t)
-{
-	return t->sigmask & ~atomic_load_explicit(&sig_wrapped, memory_order_relaxed);
-}
-/* A VP about to sleep in its idle loop unblocks the signals that got a
- * handler since its last thread's mask was installed; sig_wrapped_grew
- * (sigaction) wakes the sleeping ones for that. */
-void sig_vp_idle(struct vproc *v);
-void sig_wrapped_grew(void);
 /* sigaction.c: the kernel runs libppl's trampoline for sig (the
  * application installed a handler), so a poke reaches the handler. */
 bool sig_has_handler(int sig);
@@ -542,7 +494,7 @@ static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	sched_class_sync(self, v);
-	if (ppl_unlikely(sig_kmask(self) != v->vp.kmask ||
+	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
 }
@@ -590,8 +542,6 @@ void monitor_reclaim(struct vproc *v);
 extern int ppl_env_deadlock PPL_HIDDEN;
 /* Record a TCB allocated by tcb_get (the deadlock check walks them all). */
 void deadlock_track(struct ult *t);
-/* The first of every TCB ever allocated (linked by all_next; deadlock.c). */
-struct ult *tcb_all(void);
 /* Does the process look deadlocked?  *mark counts its progress so far (two
  * looks with equal marks saw nothing run in between). */
 bool deadlock_snapshot(unsigned long *mark);

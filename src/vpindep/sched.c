@@ -876,8 +876,7 @@ _Noreturn void sched_exit(struct ult *self)
 {
 	struct vproc *v = this_vp();
 	ppl_assert(v != NULL);
-	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_seq_cst);
-	sig_exit(self);
+	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_relaxed);
 	switch_away(v, self, exit_cb, self);
 	ppl_fatal("an exited thread was resumed");
 }
@@ -971,7 +970,6 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
-	sig_vp_idle(v);   /* signals that got a handler since its last switch */
 	if (shared) {
 		atomic_fetch_add_explicit(&ppl_rt.nsleeping, 1, memory_order_seq_cst);
 		atomic_fetch_sub_explicit(&ppl_rt.nspinning, 1, memory_order_seq_cst);
@@ -1019,7 +1017,6 @@ static void retire(struct vproc *v)
 	}
 	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
-	sig_vp_idle(v);
 	int64_t left = timer_run_expired(v);
 	if (left != 0 && atomic_load(&v->retired) &&
 	    atomic_load_explicit(&v->rq_len, memory_order_seq_cst) == 0)

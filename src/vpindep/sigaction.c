@@ -29,11 +29,9 @@ static struct {
 	struct sigaction app[NSIGS];         /* as the application gave it, if wrapped */
 	void *_Atomic handler[NSIGS];        /* app[sig]'s handler, for the trampoline */
 	_Atomic int flags[NSIGS];            /* app[sig].sa_flags, for the trampoline */
+	_Atomic uint64_t wrapped;            /* bit sig-1: the kernel runs trampoline */
 	uint64_t interrupt;                  /* siginterrupt(sig, 1): no SA_RESTART */
 } acts;
-
-/* bit sig-1: the kernel runs the trampoline (pthread_impl.h) */
-_Atomic uint64_t sig_wrapped PPL_HIDDEN;
 
 static inline uint64_t bit(int sig)
 {
@@ -42,14 +40,13 @@ static inline uint64_t bit(int sig)
 
 static bool is_wrapped(int sig)
 {
-	return atomic_load_explicit(&sig_wrapped, memory_order_acquire) & bit(sig);
+	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) & bit(sig);
 }
 
 bool sig_has_handler(int sig)
 {
 	return is_wrapped(sig);
 }
-
 
 static void trampoline(int sig, siginfo_t *si, void *uc);
 
@@ -59,10 +56,6 @@ static struct sigaction wrapped_action(const struct sigaction *a)
 	struct sigaction k = *a;
 	k.sa_sigaction = trampoline;
 	k.sa_flags |= SA_SIGINFO;
-	/* The trampoline runs on the stack it interrupts and moves to the
-	 * thread's own alternate stack itself (sigaltstack.c): the kernel's
-	 * is the VP's, shared by every thread that runs there. */
-	k.sa_flags &= ~SA_ONSTACK;
 	return k;
 }
 
@@ -78,28 +71,24 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		}
 		return;
 	}
-	siginfo_t claimed;
+	siginfo_t tkill;
 	void *target = vp_poke_target(si);
-	/* pthread_kill's nudge (signal.c): the handler runs only for the
-	 * thread it was for, if that thread runs here.  A process-directed
-	 * signal: here if the thread running here is the one to take it. */
-	bool here = target != NULL	    ? sig_poke_claim(target, sig)
-		    : sig_thread_directed(si) ? sig_directed_claim(sig)
-					      : sig_process_claim(sig, si);
-	if (!here) {
-		if (flags & SA_RESETHAND) {
-			struct sigaction k = wrapped_action(&acts.app[sig]);
-			vp_sigaction(sig, &k, NULL);
-		}
-		return;
-	}
 	if (target != NULL) {
-		sig_claimed_info(&claimed, sig);
-		si = &claimed;
+		/* pthread_kill's nudge (signal.c): the handler runs only for
+		 * the thread it was for, if that thread runs here. */
+		if (!sig_poke_claim(target, sig)) {
+			if (flags & SA_RESETHAND) {
+				struct sigaction k = wrapped_action(&acts.app[sig]);
+				vp_sigaction(sig, &k, NULL);
+			}
+			return;
+		}
+		sig_tkill_info(&tkill, sig);   /* the poker is this process */
+		si = &tkill;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
-		atomic_fetch_and_explicit(&sig_wrapped, ~bit(sig), memory_order_acq_rel);
+		atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_acq_rel);
 	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
 		return;   /* changed while the signal was on its way */
 	/* The kernel thread runs the handler with its sa_mask added.  Say so
@@ -109,7 +98,10 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	struct vp *vp = vp_current();
 	if (vp != NULL)
 		vp->kmask = vp_get_sigmask();
-	sig_run_handler(h, flags, sig, si, uc);
+	if (flags & SA_SIGINFO)
+		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+	else
+		((void (*)(int))h)(sig);
 	/* sigreturn gives this kernel thread (maybe another one by now) the
 	 * mask of the interrupted code. */
 	vp = vp_current();
@@ -136,7 +128,6 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	spin_lock(&acts.lock);
 	struct sigaction prev;
 	int rc = 0;
-	bool grew = false;
 	if (is_wrapped(sig))
 		prev = acts.app[sig];
 	else
@@ -146,7 +137,7 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		if (!wrap) {
 			rc = vp_sigaction(sig, &a, NULL);
 			if (rc == 0)
-				atomic_fetch_and_explicit(&sig_wrapped, ~bit(sig), memory_order_release);
+				atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
 		} else {
 			struct sigaction k = wrapped_action(&a);
 			/* Set the trampoline's view first: a signal may arrive
@@ -158,16 +149,11 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 					      memory_order_release);
 			atomic_store_explicit(&acts.flags[sig], a.sa_flags, memory_order_release);
 			rc = vp_sigaction(sig, &k, NULL);
-			if (rc == 0 && !(atomic_fetch_or_explicit(&sig_wrapped, bit(sig),
-								  memory_order_seq_cst) & bit(sig)))
-				grew = true;
+			if (rc == 0)
+				atomic_fetch_or_explicit(&acts.wrapped, bit(sig), memory_order_release);
 		}
 	}
 	spin_unlock(&acts.lock);
-	/* Idle VPs whose kernel mask still blocks it: a process-directed one
-	 * must find a kernel thread (sig_kmask). */
-	if (grew)
-		sig_wrapped_grew();
 	if (rc == 0 && old != NULL)
 		*old = prev;
 	return rc;

@@ -3,8 +3,7 @@
  *
  * The kernel knows only the VPs' kernel threads, so each user thread keeps
  * its own blocked set (ult.sigmask) and its own pending set (ult.sigpending),
- * and the kernel thread of a VP carries the mask of the thread it runs,
- * without the signals that have a handler (sig_kmask):
+ * and the kernel thread of a VP carries the mask of the thread it runs:
  *
  *  - The mask is installed lazily.  When a thread resumes on a VP whose
  *    kernel mask (vp.kmask) differs from its own, it installs its own
@@ -22,14 +21,14 @@
  *    to reach one of them only.  A signal with no handler (default action,
  *    ignored) goes to the kernel thread as it is.
  *  - A signal for a thread parked where a signal ends the park (PARK_INTR:
- *    semaphore, mutex, rwlock, barrier, cond, join, sleeps) is set pending and the
+ *    mutex, rwlock, barrier, cond, join, sleeps) is set pending and the
  *    thread woken with EINTR, under its queue's lock as its timer would
  *    (sig_wake); it raises the signal itself when it resumes, so the handler
  *    runs with its identity, and its caller waits again (or, for a cond,
  *    returns as a spurious wake-up; a sleep returns EINTR).  The pending
  *    bit is the handshake: whoever clears it (fetch_and) delivers it, once.
- *  - A ready thread gets it pending.  One parked elsewhere (once, the
- *    park lot) gets it at once on the sender's kernel thread,
+ *  - A ready thread gets it pending.  One parked elsewhere (semaphores,
+ *    once, the park lot) gets it at once on the sender's kernel thread,
  *    with the sender's identity (docs/posix.md lists this difference).
  *    If the sender blocks the signal, or the target does, it is left pending
  *    on the target and delivered when the target next resumes with it
@@ -37,10 +36,7 @@
  *  - Pending signals of a thread are raised on its own kernel thread when
  *    it resumes (sig_resumed), or when pthread_sigmask unblocks them: a
  *    poke to itself for a signal with a handler, which the trampoline
- *    takes at once (or when a lock it holds is released).
- *  - A process-directed signal that the kernel gave to a VP goes to the
- *    user thread that should take it, as pthread_kill would send it there
- *    (sig_process_claim, below). */
+ *    takes at once (or when a lock it holds is released). */
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -87,25 +83,9 @@ static int put_set(sigset_t *user, uint64_t m)
  * signal with a handler is poked (the trampoline takes the bit when the
  * handler runs, here and now unless a lock puts it off); one without (a
  * default action, ignored) is taken and raised as it is. */
-/* Process-directed signals every user thread blocked when they came
- * (sig_process_claim): the first thread to unblock one takes it. */
-static _Atomic uint64_t proc_pending;
-
-static void take_proc_pending(struct ult *self)
-{
-	uint64_t p = atomic_load_explicit(&proc_pending, memory_order_seq_cst) & ~self->sigmask;
-	for (; p != 0; p &= p - 1) {
-		uint64_t b = p & -p;
-		if (atomic_fetch_and_explicit(&proc_pending, ~b, memory_order_acq_rel) & b)
-			atomic_fetch_or_explicit(&self->sigpending, b, memory_order_seq_cst);
-	}
-}
-
 static void deliver_pending(struct ult *self)
 {
 	uint64_t poked = 0;
-	if (ppl_unlikely(atomic_load_explicit(&proc_pending, memory_order_relaxed) != 0))
-		take_proc_pending(self);
 	for (;;) {
 		uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_acquire) &
 			     ~self->sigmask & ~poked;
@@ -124,9 +104,8 @@ static void deliver_pending(struct ult *self)
 
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
-	uint64_t k = sig_kmask(self);
-	if (k != v->vp.kmask)
-		vp_set_sigmask(k);
+	if (self->sigmask != v->vp.kmask)
+		vp_set_sigmask(self->sigmask);
 	deliver_pending(self);
 }
 
@@ -136,7 +115,6 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	t->sigmask = creator->foreign ? vp_get_sigmask() & ~SIG_UNBLOCKABLE : creator->sigmask;
 	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
-	t->altstack_on = false;   /* POSIX: a new thread has none */
 }
 
 void sig_thread_mask(struct ult *t, const sigset_t *set)
@@ -196,39 +174,30 @@ static bool sig_wake(struct ult *t)
  *    the kernel, which keeps one instance per kernel thread, and one
  *    thread would never get its own (pthread_cond_init/1-3 hung);
  *  - t is ready: it raises it when it resumes. */
-static bool sig_kick(struct ult *t, int sig, bool here_ok)
+static void sig_kick(struct ult *t, int sig)
 {
 	if (bit(sig) & t->sigmask)
-		return false;
+		return;
 	if (sig_wake(t))
-		return false;
+		return;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_BLOCKED) {
-		/* The trampoline (here_ok), whose kernel mask blocks sig while
-		 * it runs: it runs the handler itself, if it takes the bit. */
-		if (here_ok)
-			return atomic_fetch_and_explicit(&t->sigpending, ~bit(sig),
-							 memory_order_acq_rel) & bit(sig);
-		struct vproc *me = (struct vproc *)vp_current();
-		uint64_t mine = me != NULL && me->current != NULL ? me->current->sigmask
-								 : vp_get_sigmask();
-		if (!(bit(sig) & mine) &&
+		if (!(bit(sig) & vp_get_sigmask()) &&
 		    (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
 		     bit(sig)))
 			vp_signal_self(sig);
-		return false;
+		return;
 	}
 	/* It may have resumed since: then it is running and looks at its
 	 * pending set only at its next resume or pthread_sigmask. */
 	struct vproc *v = t->vp;
 	if (state != ULT_RUNNING || v == NULL || v->current != t)
-		return false;
+		return;
 	if (sig_has_handler(sig))
 		vp_poke(&v->vp, sig, t);
 	else if (atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
 		 bit(sig))
 		vp_signal(&v->vp, sig);
-	return false;
 }
 
 void sig_tkill_info(siginfo_t *si, int sig)
@@ -250,24 +219,9 @@ bool sig_poke_claim(void *target, int sig)
 		    (atomic_fetch_and_explicit(&self->sigpending, ~bit(sig), memory_order_acq_rel) &
 		     bit(sig));
 	struct ult *t = target;
-	if (t != self && (atomic_load_explicit(&t->sigpending, memory_order_acquire) & bit(sig)) &&
-	    sig_kick(t, sig, !mine))
-		return true;   /* t is parked where a signal does not end the wait */
+	if (t != self && (atomic_load_explicit(&t->sigpending, memory_order_acquire) & bit(sig)))
+		sig_kick(t, sig);
 	return mine;
-}
-
-/* In si_errno of pthread_sigqueue's signal, which sets nothing else there:
- * the trampoline tells it from a process-directed sigqueue by it. */
-#define DIRECTED_MARK 0x70706c54   /* "ppl" 'T' */
-
-bool sig_thread_directed(siginfo_t *si)
-{
-	if (si->si_code == SI_TKILL)
-		return true;
-	if (si->si_code != SI_QUEUE || si->si_errno != DIRECTED_MARK || si->si_pid != getpid())
-		return false;
-	si->si_errno = 0;
-	return true;
 }
 
 static int kill_ult(struct ult *t, int sig)
@@ -307,7 +261,7 @@ static int kill_ult(struct ult *t, int sig)
 			return vp_signal(&v->vp, sig);
 	}
 	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
-	sig_kick(t, sig, false);
+	sig_kick(t, sig);
 	return 0;
 }
 
@@ -342,198 +296,9 @@ int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	info.si_pid = getpid();
 	info.si_uid = getuid();
 	info.si_value = value;
-	info.si_errno = DIRECTED_MARK;
 	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &info) != 0)
 		return errno;
 	return 0;
-}
-
-/* ---- process-directed signals ------------------------------------------------------- */
-
-/* The kernel gives a process-directed signal to a kernel thread that does
- * not block it: on libppl, a VP, which may run a user thread that is not
- * the one to take it, or none at all (its idle loop, where the handler
- * would run in no thread's TLS while the thread that waits for it stays
- * parked).  The trampoline asks sig_process_claim where it goes: to the
- * main thread if it does not block it (Linux prefers the thread group's
- * leader, and programs such as CPython rely on it), else to the thread
- * running here, else to any user thread that takes it now: running,
- * ready, or parked where a signal ends the park (kill_ult then wakes it
- * with EINTR, and it runs the handler itself).  A thread that waits for it
- * in sigwait comes next; failing all, it stays pending on the main thread
- * until it unblocks it.  The VPs' kernel masks never block a signal that
- * has a handler (sig_kmask), so such a signal finds a kernel thread at
- * once, whichever threads run or block it. */
-
-/* The siginfo of process-directed signals passed on to another thread,
- * for the handler that thread runs (sig_claimed_info); one per signal, as
- * the kernel keeps one instance of a standard signal pending. */
-static struct {
-	spin_t lock;
-	_Atomic uint64_t valid;
-	siginfo_t info[65];
-} passed;
-
-void sig_claimed_info(siginfo_t *si, int sig)
-{
-	if (atomic_load_explicit(&passed.valid, memory_order_acquire) & bit(sig)) {
-		spin_lock(&passed.lock);
-		bool ok = atomic_fetch_and_explicit(&passed.valid, ~bit(sig),
-						    memory_order_relaxed) & bit(sig);
-		if (ok)
-			*si = passed.info[sig];
-		spin_unlock(&passed.lock);
-		if (ok)
-			return;
-	}
-	sig_tkill_info(si, sig);   /* the poker is this process */
-}
-
-bool sig_directed_claim(int sig)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	struct ult *self = v != NULL ? v->current : NULL;
-	if (self == NULL || !(bit(sig) & self->sigmask))
-		return true;
-	atomic_fetch_or_explicit(&self->sigpending, bit(sig), memory_order_seq_cst);
-	return false;
-}
-
-/* t can run sig's handler now or soon: a user thread on a VP that does not
- * block it, running, ready, or parked where a signal ends the park. */
-static bool takes(struct ult *t, int sig)
-{
-	if (t->foreign || t->fork_gen != ppl_rt.fork_gen || (bit(sig) & t->sigmask))
-		return false;
-	int st = atomic_load_explicit(&t->state, memory_order_acquire);
-	if (st == ULT_BLOCKED)
-		return atomic_load_explicit(&t->park_lock, memory_order_acquire) != NULL &&
-		       (t->park_flags & PARK_INTR);
-	return st == ULT_RUNNING || st == ULT_READY;
-}
-
-static bool alive(struct ult *t)
-{
-	int st = atomic_load_explicit(&t->state, memory_order_acquire);
-	return !t->foreign && t->fork_gen == ppl_rt.fork_gen &&
-	       (st == ULT_RUNNING || st == ULT_READY || st == ULT_BLOCKED);
-}
-
-static int kill_ult(struct ult *t, int sig);
-
-static bool unblocked(struct ult *t, int sig)
-{
-	return alive(t) && !(bit(sig) & t->sigmask);
-}
-
-/* Passes sig to t; true if it is to run here after all.  A thread that
- * exits drops the signals sent to it, so t may leave with ours: t stores
- * ULT_EXITING before it looks at its pending set a last time (sig_exit),
- * and we set the bit before we look at its state: one of the two sees the
- * other, and whoever takes the bit back delivers it. */
-static bool pass_to(struct ult *t, int sig, const siginfo_t *si)
-{
-	spin_lock(&passed.lock);
-	passed.info[sig] = *si;
-	atomic_fetch_or_explicit(&passed.valid, bit(sig), memory_order_release);
-	spin_unlock(&passed.lock);
-	if (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)) {
-		kill_ult(t, sig);
-		return false;
-	}
-	atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_seq_cst);
-	if (!alive(t))
-		return atomic_fetch_and_explicit(&t->sigpending, ~bit(sig), memory_order_acq_rel) &
-		       bit(sig);
-	return sig_kick(t, sig, true);
-}
-
-void sig_exit(struct ult *self)
-{
-	if (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~self->sigmask)
-		deliver_pending(self);
-}
-
-bool sig_process_claim(int sig, const siginfo_t *si)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL)
-		return true;   /* a kernel thread that is no VP: its own */
-	struct ult *self = v->current;
-	struct ult *m = &ppl_rt.main_ult;
-	bool here = self != NULL && !(bit(sig) & self->sigmask);
-	if (here && self == m)
-		return true;
-	if (m != self && takes(m, sig))
-		return pass_to(m, sig, si);
-	if (here)
-		return true;
-	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
-		if (t != self && t != m && takes(t, sig))
-			return pass_to(t, sig, si);
-	if (alive(m) && (atomic_load_explicit(&m->sigwaiting, memory_order_seq_cst) & bit(sig)))
-		return pass_to(m, sig, si);
-	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
-		if (t != m && alive(t) &&
-		    (atomic_load_explicit(&t->sigwaiting, memory_order_seq_cst) & bit(sig)))
-			return pass_to(t, sig, si);
-	/* A thread takes it but is parked where a signal does not end the
-	 * wait (a join, a mutex lock): run it here, on this kernel thread, as
-	 * pthread_kill does for such a park, rather than hold it until that
-	 * wait ends, which may be waiting for the handler (pthread_join/6-3). */
-	if (unblocked(m, sig))
-		return true;
-	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
-		if (unblocked(t, sig))
-			return true;
-	if (!alive(m))
-		return true;   /* the process is going away: as the kernel did */
-	/* Every thread blocks it: pending on the process until one unblocks
-	 * it (deliver_pending) or waits for it (sigtimedwait), as in the
-	 * kernel.  A thread that unblocked it meanwhile saw no bit: look
-	 * once more, after publishing it. */
-	spin_lock(&passed.lock);
-	passed.info[sig] = *si;
-	atomic_fetch_or_explicit(&passed.valid, bit(sig), memory_order_release);
-	spin_unlock(&passed.lock);
-	atomic_fetch_or_explicit(&proc_pending, bit(sig), memory_order_seq_cst);
-	for (struct ult *t = tcb_all(); t != NULL; t = t->all_next)
-		if (unblocked(t, sig) &&
-		    (atomic_fetch_and_explicit(&proc_pending, ~bit(sig), memory_order_acq_rel) &
-		     bit(sig)))
-			return true;
-	return false;
-}
-
-/* raise in a user thread is pthread_kill to itself, as glibc's raise is:
- * not a tgkill of the VP's kernel thread, which other threads share.  -1
- * when the caller is not a user thread (the C library's raise serves). */
-int sig_raise(int sig)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || v->current == NULL)
-		return -1;
-	return kill_ult(v->current, sig);
-}
-
-void sig_vp_idle(struct vproc *v)
-{
-	/* After `sleeping` is set: sig_wrapped_grew sets the bit before it
-	 * looks at `sleeping`, so either we see the bit or it wakes us. */
-	uint64_t k = v->vp.kmask & ~atomic_load_explicit(&sig_wrapped, memory_order_seq_cst);
-	if (k != v->vp.kmask)
-		vp_set_sigmask(k);
-}
-
-void sig_wrapped_grew(void)
-{
-	if (!atomic_load_explicit(&ppl_rt.started, memory_order_acquire))
-		return;
-	for (int i = 0; i < ppl_rt.nvps_total; i++) {
-		struct vproc *v = ppl_rt.vps[i];
-		if (v != NULL && atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
-			vp_resume(&v->vp);
-	}
 }
 
 /* ---- masks ------------------------------------------------------------------------ */
@@ -570,9 +335,8 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 			vp_set_sigmask(next);
 	} else if (set != NULL) {
 		self->sigmask = next;
-		uint64_t k = sig_kmask(self);
-		if (v->vp.kmask != k)
-			vp_set_sigmask(k);
+		if (v->vp.kmask != next)
+			vp_set_sigmask(next);
 		deliver_pending(self);
 	}
 	/* Last, as the kernel: set may be old, and a bad old is EFAULT
@@ -584,7 +348,7 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
  * and the few that wait on it) and the user thread's own. */
 int ppl_sigpending(sigset_t *set)
 {
-	uint64_t pend = vp_get_sigpending() | atomic_load_explicit(&proc_pending, memory_order_acquire);
+	uint64_t pend = vp_get_sigpending();
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v != NULL && v->current != NULL)
 		pend |= atomic_load_explicit(&v->current->sigpending, memory_order_acquire);
@@ -614,18 +378,16 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 	}
 	want &= ~SIG_UNBLOCKABLE;
 	atomic_store_explicit(&self->sigwaiting, want, memory_order_seq_cst);
-	uint64_t p = (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) |
-		      atomic_load_explicit(&proc_pending, memory_order_seq_cst)) & want;
+	uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & want;
 	for (; p != 0; p &= p - 1) {
 		uint64_t b = p & -p;
-		if (!(atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b) &&
-		    !(atomic_fetch_and_explicit(&proc_pending, ~b, memory_order_acq_rel) & b))
+		if (!(atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b))
 			continue;
 		atomic_store_explicit(&self->sigwaiting, 0, memory_order_relaxed);
 		int sig = __builtin_ctzll(b) + 1;
 		if (info != NULL) {
 			siginfo_t si;
-			sig_claimed_info(&si, sig);
+			sig_tkill_info(&si, sig);
 			if (vp_copy_out(info, &si, sizeof si) != 0) {
 				errno = EFAULT;
 				return -1;
@@ -652,7 +414,7 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 			}
 		} else if (atomic_load_explicit(&((struct ult *)target)->sigpending,
 					       memory_order_acquire) & bit(r)) {
-			sig_kick(target, r, false);
+			sig_kick(target, r);
 		}
 	}
 	/* The caller may have migrated while blocked: self, not v->current. */

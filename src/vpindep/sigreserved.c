@@ -96,14 +96,7 @@ int ppl_raise(int sig)
 {
 	if (sig_reserved(sig))
 		return refuse();
-	int err = sig_raise(sig);
-	if (err < 0)
-		return ((int (*)(int))ppl_next_fn(&next_raise, "raise"))(sig);
-	if (err > 0) {
-		errno = err;
-		return -1;
-	}
-	return 0;
+	return ((int (*)(int))ppl_next_fn(&next_raise, "raise"))(sig);
 }
 
 int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
