@@ -351,7 +351,8 @@ _Noreturn void ult_finish(struct ult *self)
 		tls_thread_exit();
 	key_run_destructors(self);
 	/* What the kernel does for a dying kernel thread's robust list. */
-	robust_thread_exit(self);
+	if (self->robust_held != 0)   /* the call sets up a stack canary */
+		robust_thread_exit(self);
 	if (self->foreign && !self->is_main)
 		vp_kthread_exit(self->result);
 	/* glibc: when the last thread exits, the process exits with status 0. */
