@@ -73,7 +73,7 @@ def kill_test(sid, pipe):
         try:
             with open('/proc/%s/stat' % pid) as f:
                 fields = f.read().rsplit(')', 1)[1].split()
-            mine = int(fields[4]) == sid   # field 6 of proc(5), the session
+            mine = int(fields[3]) == sid   # field 6 of proc(5), the session
             if not mine and target is not None:
                 fds = '/proc/%s/fd' % pid
                 mine = any(os.readlink(os.path.join(fds, fd)) == target for fd in os.listdir(fds))
@@ -112,7 +112,15 @@ def run_one(t, mode, opts, out, limit, log_kind=None):
         rc = p.returncode
     except subprocess.TimeoutExpired:
         kill_test(p.pid, pipe)
-        output, _ = p.communicate()
+        try:
+            output, _ = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            # Still held open by something kill_test could not reach: stop
+            # reading rather than wait for ever (the log loses the output).
+            p.kill()
+            p.stdout.close()
+            p.wait()
+            output = b''
         rc = None
     secs = time.monotonic() - start
     # Stray children of a finished test: its session only, since its pipe
