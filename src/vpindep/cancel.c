@@ -292,6 +292,19 @@ void cancel_syscall_leave(struct vproc *v, bool eintr)
  * left it or acts.  A signal that lands in libppl's own instructions around
  * the call is ignored by the handler, hence the loop; it ends within a few
  * instructions of the thread's, or at its next entry into the kernel. */
+/* Signal v's kernel thread out of the call its thread is in, then give
+ * the handler time to run before the caller looks again (round: how many
+ * times it has). */
+static void kick_vp(struct vproc *v, int round)
+{
+	atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
+	int err = vp_signal(&v->vp, CANCEL_SIGNAL);
+	if (err)
+		ppl_fatal("cannot signal VP %d to cancel a system call: %s", v->vp.id,
+			  strerror(err));
+	sched_sleep_until(clock_now_ns(CLOCK_MONOTONIC) + (round < 10 ? 100000 : 2000000));
+}
+
 static void syscall_kick(struct ult *t)
 {
 	for (int round = 0;; round++) {
@@ -300,13 +313,7 @@ static void syscall_kick(struct ult *t)
 			return;
 		if (round == 0)
 			signal_setup();
-		atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
-		int err = vp_signal(&v->vp, CANCEL_SIGNAL);
-		if (err)
-			ppl_fatal("cannot signal VP %d to cancel a system call: %s", v->vp.id,
-				  strerror(err));
-		/* Give the handler time to run before looking again. */
-		sched_sleep_until(clock_now_ns(CLOCK_MONOTONIC) + (round < 10 ? 100000 : 2000000));
+		kick_vp(v, round);
 	}
 }
 
@@ -324,12 +331,7 @@ static void libc_kick(struct ult *t)
 		struct vproc *v = t->vp;
 		if (v == NULL)
 			return;
-		atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
-		int err = vp_signal(&v->vp, CANCEL_SIGNAL);
-		if (err)
-			ppl_fatal("cannot signal VP %d to cancel a system call: %s", v->vp.id,
-				  strerror(err));
-		sched_sleep_until(clock_now_ns(CLOCK_MONOTONIC) + (round < 10 ? 100000 : 2000000));
+		kick_vp(v, round);
 	}
 }
 
