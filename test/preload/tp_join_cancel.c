@@ -25,19 +25,6 @@ static const char *const names[NKINDS] = { "pthread_join", "pthread_timedjoin_np
 					   "pthread_clockjoin_np(REALTIME)",
 					   "pthread_clockjoin_np(MONOTONIC)" };
 
-static struct timespec in_ms(clockid_t clk, long ms)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 static int join_kind(int kind, pthread_t t, void **res)
 {
 	struct timespec ts;
@@ -45,13 +32,13 @@ static int join_kind(int kind, pthread_t t, void **res)
 	case JOIN:
 		return pthread_join(t, res);
 	case TIMEDJOIN:
-		ts = in_ms(CLOCK_REALTIME, 1000000);
+		ts = tp_in_ms(CLOCK_REALTIME, 1000000);
 		return pthread_timedjoin_np(t, res, &ts);
 	case CLOCKJOIN_REALTIME:
-		ts = in_ms(CLOCK_REALTIME, 1000000);
+		ts = tp_in_ms(CLOCK_REALTIME, 1000000);
 		return pthread_clockjoin_np(t, res, CLOCK_REALTIME, &ts);
 	default:
-		ts = in_ms(CLOCK_MONOTONIC, 1000000);
+		ts = tp_in_ms(CLOCK_MONOTONIC, 1000000);
 		return pthread_clockjoin_np(t, res, CLOCK_MONOTONIC, &ts);
 	}
 }
@@ -127,7 +114,7 @@ static void timed_joins_of_paused_thread(void)
 		for (size_t i = 0; i < sizeof clocks / sizeof clocks[0]; i++) {
 			struct timespec ts;
 			if (clock_gettime(clocks[i], &ts) == 0)
-				ts = in_ms(clocks[i], 100);
+				ts = tp_in_ms(clocks[i], 100);
 			else
 				ts = (struct timespec){ .tv_sec = -1 };
 			int want = clocks[i] == CLOCK_REALTIME || clocks[i] == CLOCK_MONOTONIC ?

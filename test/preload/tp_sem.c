@@ -116,16 +116,6 @@ static void bounded_buffer(void)
 	CHECK(sem_getvalue(&items, &v) == 0 && v == 0);
 }
 
-static struct timespec in_ms(clockid_t clk, long ms)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	return ts;
-}
-
 static sem_t late;
 
 static void *late_poster(void *arg)
@@ -144,12 +134,12 @@ static void timed(void)
 
 	/* Times out, after the deadline, on both clocks. */
 	long long t0 = tp_now_ns();
-	struct timespec ts = in_ms(CLOCK_REALTIME, 50);
+	struct timespec ts = tp_in_ms(CLOCK_REALTIME, 50);
 	errno = 0;
 	CHECK(sem_timedwait(&s, &ts) == -1 && errno == ETIMEDOUT);
 	CHECK(tp_now_ns() - t0 >= 45000000LL);
 	t0 = tp_now_ns();
-	ts = in_ms(CLOCK_MONOTONIC, 50);
+	ts = tp_in_ms(CLOCK_MONOTONIC, 50);
 	CHECK(sem_clockwait(&s, CLOCK_MONOTONIC, &ts) == -1 && errno == ETIMEDOUT);
 	CHECK(tp_now_ns() - t0 >= 45000000LL);
 
@@ -167,7 +157,7 @@ static void timed(void)
 	CHECK(sem_timedwait(&s, &ts) == -1 && errno == EINVAL);
 	ts.tv_nsec = -1;
 	CHECK(sem_timedwait(&s, &ts) == -1 && errno == EINVAL);
-	ts = in_ms(CLOCK_MONOTONIC, 50);
+	ts = tp_in_ms(CLOCK_MONOTONIC, 50);
 	CHECK(sem_clockwait(&s, CLOCK_PROCESS_CPUTIME_ID, &ts) == -1 && errno == EINVAL);
 	int v;
 	CHECK(sem_getvalue(&s, &v) == 0 && v == 1);
@@ -178,7 +168,7 @@ static void timed(void)
 	CHECK(sem_init(&late, 0, 0) == 0);
 	pthread_t t;
 	CHECK_OK(pthread_create(&t, NULL, late_poster, NULL));
-	ts = in_ms(CLOCK_REALTIME, 10000);
+	ts = tp_in_ms(CLOCK_REALTIME, 10000);
 	CHECK(sem_timedwait(&late, &ts) == 0);
 	CHECK_OK(pthread_join(t, NULL));
 	CHECK(sem_destroy(&s) == 0);

@@ -55,6 +55,20 @@ static inline long long tp_now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The absolute time `ms` milliseconds from now on clock clk. */
+static inline struct timespec tp_in_ms(clockid_t clk, long ms)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 /* The meson test sets PPL_EXPECT_ULT=1 when the program runs on libppl
  * (relinked or preloaded): then its threads must be user-level threads. */
 static inline int tp_expect_ult(void)
