@@ -18,6 +18,7 @@
 size_t ppl_env_stack_size PPL_HIDDEN;
 long ppl_env_timeslice_us PPL_HIDDEN = 10000;
 bool ppl_env_tls_per_thread PPL_HIDDEN;
+bool ppl_env_system_bound PPL_HIDDEN;
 
 static _Noreturn void bad(const char *var, const char *val, const char *expected)
 {
@@ -115,6 +116,16 @@ void ppl_env_init(void)
 			ppl_env_deadlock = 2;
 		else
 			bad("PPL_DEADLOCK", s, "expected 'abort', 'warn' or 'off'");
+	}
+	/* PTHREAD_SCOPE_SYSTEM: the only scope NPTL has, so programs ask for
+	 * it without meaning a kernel thread (CPython does): scheduled M:N
+	 * like the others unless binding is asked for (docs/scheduling.md). */
+	s = env("PPL_SYSTEM_SCOPE");
+	if (s) {
+		if (strcmp(s, "bound") == 0)
+			ppl_env_system_bound = true;
+		else if (strcmp(s, "m:n") != 0)
+			bad("PPL_SYSTEM_SCOPE", s, "expected 'm:n' or 'bound'");
 	}
 	ppl_rt.debug = (int)int_var("PPL_DEBUG", 0, 3, 0, "expected a debug level from 0 to 3");
 }

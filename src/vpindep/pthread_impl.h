@@ -110,7 +110,9 @@ struct ult {
 	_Atomic int state;         /* enum ult_state */
 	bool foreign;              /* a kernel thread libppl did not create */
 	bool is_main;              /* the process's initial thread */
-	bool bound;                /* PTHREAD_SCOPE_SYSTEM: owns a VP of its own */
+	bool bound;                /* owns a VP of its own (PTHREAD_SCOPE_SYSTEM with
+				    * PPL_SYSTEM_SCOPE=bound) */
+	bool sys_scope;            /* created with PTHREAD_SCOPE_SYSTEM, bound or not */
 	struct vproc *vp;          /* VP it last ran on (valid while on a run queue) */
 	struct vproc *queued_on;   /* run queue it was last put on (sched_requeue's hint) */
 	struct vproc *home;        /* VP it must run on, or NULL: a bound thread's own
@@ -304,6 +306,7 @@ struct runtime {
 extern struct runtime ppl_rt PPL_HIDDEN;
 
 extern bool ppl_env_tls_per_thread PPL_HIDDEN;   /* PPL_TLS asks for per-thread */
+extern bool ppl_env_system_bound PPL_HIDDEN;     /* PPL_SYSTEM_SCOPE=bound */
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
 /* Start the VPs if they are not running yet. 0 or errno. */

@@ -47,7 +47,7 @@ static struct ult *tcb_get(void)
 
 	/* Reset everything but the pooled stack and the key blocks. */
 	t->next = t->prev = NULL;
-	t->foreign = t->is_main = t->bound = false;
+	t->foreign = t->is_main = t->bound = t->sys_scope = false;
 	t->vp = NULL;
 	t->queued_on = NULL;
 	t->home = NULL;
@@ -299,7 +299,8 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
 	*out = (pthread_t)t;
-	if (at.scope == PTHREAD_SCOPE_SYSTEM) {
+	t->sys_scope = at.scope == PTHREAD_SCOPE_SYSTEM;
+	if (t->sys_scope && ppl_env_system_bound) {
 		err = ppl_bind_new_vp(t);
 		if (err) {
 			atomic_fetch_sub_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
@@ -524,7 +525,7 @@ int ppl_pthread_getattr_np(pthread_t th, pthread_attr_t *a)
 		.stackaddr = t->stack.lo,
 		.guardsize = t->attr_guard,
 		.detachstate = t->detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE,
-		.scope = t->bound ? PTHREAD_SCOPE_SYSTEM : PTHREAD_SCOPE_PROCESS,
+		.scope = t->sys_scope ? PTHREAD_SCOPE_SYSTEM : PTHREAD_SCOPE_PROCESS,
 		.inheritsched = t->inherit_sched ? PTHREAD_INHERIT_SCHED : PTHREAD_EXPLICIT_SCHED,
 		.policy = t->sched_policy,
 		.param = t->sched_param,
