@@ -1,22 +1,30 @@
 /* Per-thread CPU-time clocks: pthread_getcpuclockid, and clock_gettime /
- * clock_getres on the clocks it returns.
+ * clock_getres on the clocks it returns, on CLOCK_THREAD_CPUTIME_ID (the
+ * calling thread's) and on the kernel's encoding of a gettid() value;
+ * getrusage(RUSAGE_THREAD).
  *
  * The kernel measures the CPU time of the VPs' kernel threads, not of user
  * threads.  A user thread's time is the sum, over the times it ran, of its
  * kernel thread's CPU time between switch-in and switch-out (cpu_switch,
  * called at every switch).  Reading the kernel thread's CPU clock is a
  * system call, so switches pay for it only once a program has asked for a
- * CPU clock: counting starts at the first pthread_getcpuclockid.  Threads
- * that were running then count from their next switch-in; threads created
- * later count from zero.
+ * CPU clock: counting starts at the first pthread_getcpuclockid, or the
+ * first read of a thread's CPU time.  Threads that were running then count
+ * from their next switch-in, the caller from then; threads created later
+ * count from zero.  A thread with a kernel thread of its own since it
+ * began (foreign, and the initial thread before start-up) reads that
+ * kernel thread's clock, which has its whole time.
  *
  * Clock ids: glibc encodes a kernel thread's CPU clock as (~tid << 3) | 6;
  * libppl's use the low bits 7, a clock type the kernel rejects (EINVAL), so
  * they can never be mistaken for the kernel's.  The bits above are an index
  * into a table of the threads that asked; a thread's entry records its
- * sequence number, so a clock of a thread that is gone reads EINVAL. */
+ * sequence number, so a clock of a thread that is gone reads EINVAL.
+ * The kernel's encoding of an id that gettid() gave a user thread (above
+ * every kernel id: threadid.c) names that thread's clock too. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -40,10 +48,12 @@ static struct {
 _Atomic bool cpu_counting;
 
 /* The C library's clock_gettime and clock_getres. */
+typedef int gettime_fn(clockid_t, struct timespec *);
+static gettime_fn *_Atomic next_gettime;
+
 static int real_gettime(clockid_t c, struct timespec *ts)
 {
-	static void *_Atomic next;
-	return ((int (*)(clockid_t, struct timespec *))ppl_next_fn(&next, "clock_gettime"))(c, ts);
+	return ((gettime_fn *)ppl_next_fn((void *_Atomic *)&next_gettime, "clock_gettime"))(c, ts);
 }
 
 static int real_getres(clockid_t c, struct timespec *ts)
@@ -78,17 +88,26 @@ static struct clock_slot *slot(int i)
 	return c ? &c[i % CHUNK] : NULL;
 }
 
+/* Counting starts now, for the caller too: from its kernel thread's time
+ * now, or from that thread's start if it has run alone there (foreign;
+ * cpu_since 1: 0 means not counting). */
+static void counting_start(void)
+{
+	if (ppl_likely(atomic_load_explicit(&cpu_counting, memory_order_acquire)))
+		return;
+	if (!atomic_exchange_explicit(&cpu_counting, true, memory_order_acq_rel)) {
+		struct ult *self = ult_self();
+		self->cpu_since = self->foreign ? 1 : kthread_cpu_ns();
+	}
+}
+
 int ppl_pthread_getcpuclockid(pthread_t th, clockid_t *cid)
 {
 	struct ult *t = (struct ult *)th;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_FREE)
 		return ESRCH;
-	if (!atomic_exchange_explicit(&cpu_counting, true, memory_order_acq_rel)) {
-		/* Counting starts now, for the caller too. */
-		struct ult *self = ult_self();
-		self->cpu_since = kthread_cpu_ns();
-	}
+	counting_start();
 	spin_lock(&clocks.lock);
 	int i = t->cpu_clock - 1;
 	if (i < 0 || slot(i) == NULL ||
@@ -116,9 +135,28 @@ int ppl_pthread_getcpuclockid(pthread_t th, clockid_t *cid)
 	return 0;
 }
 
-/* The thread a libppl clock id names, or NULL (not ours, or gone). */
+/* The kernel's per-thread CPU clock of thread id tid (CPUCLOCK_SCHED). */
+#define KERNEL_THREAD_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 6))
+
+/* The thread a libppl clock id names, or NULL (not ours, or gone).  Ours:
+ * libppl's ids, CLOCK_THREAD_CPUTIME_ID (the caller, unless it has a
+ * kernel thread of its own: then the kernel's), and the kernel's encoding
+ * of a user thread's gettid() value. */
 static struct ult *clock_thread(clockid_t c, bool *ours)
 {
+	*ours = false;
+	if (c == CLOCK_THREAD_CPUTIME_ID || c == KERNEL_THREAD_CLOCK(0)) {
+		struct ult *self = ult_self();
+		*ours = !self->foreign;
+		return *ours ? self : NULL;
+	}
+	if (c < 0 && (c & 7) == 6) {
+		pid_t tid = (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
+		if (!tid_is_virtual(tid))
+			return NULL;
+		*ours = true;
+		return tid_thread(tid);
+	}
 	*ours = c < 0 && (c & 7) == CLOCK_TAG;
 	if (!*ours)
 		return NULL;
@@ -136,6 +174,13 @@ static struct ult *clock_thread(clockid_t c, bool *ours)
  * at its last switch-out plus its kernel thread's time since. */
 static int64_t thread_cpu_ns(struct ult *t)
 {
+	counting_start();
+	struct timespec ts;
+	if (t->foreign) {
+		/* Its own kernel thread's, whole. */
+		clockid_t k = t == ult_self() ? CLOCK_THREAD_CPUTIME_ID : KERNEL_THREAD_CLOCK(t->ktid);
+		return real_gettime(k, &ts) == 0 ? timespec_to_ns(&ts) : t->cpu_ns;
+	}
 	struct vproc *me = (struct vproc *)vp_current();
 	int64_t total = t->cpu_ns, since = t->cpu_since;
 	if (since == 0)
@@ -144,10 +189,8 @@ static int64_t thread_cpu_ns(struct ult *t)
 		return total + kthread_cpu_ns() - since;
 	struct vproc *v = t->vp;
 	int tid = v ? atomic_load_explicit(&v->vp.tid, memory_order_acquire) : 0;
-	struct timespec ts;
 	/* The kernel's CPU clock of that kernel thread (glibc's encoding). */
-	if (tid > 0 && v->current == t &&
-	    real_gettime((clockid_t)((~(unsigned)tid << 3) | 6), &ts) == 0) {
+	if (tid > 0 && v->current == t && real_gettime(KERNEL_THREAD_CLOCK(tid), &ts) == 0) {
 		int64_t d = timespec_to_ns(&ts) - since;
 		if (d > 0)
 			total += d;
@@ -155,11 +198,9 @@ static int64_t thread_cpu_ns(struct ult *t)
 	return total;
 }
 
-int ppl_clock_gettime(clockid_t c, struct timespec *ts)
+static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct timespec *ts)
 {
 	bool ours;
-	if (ppl_likely(c >= 0))
-		return real_gettime(c, ts);
 	struct ult *t = clock_thread(c, &ours);
 	if (!ours)
 		return real_gettime(c, ts);
@@ -176,6 +217,20 @@ int ppl_clock_gettime(clockid_t c, struct timespec *ts)
 	return 0;
 }
 
+/* The other clocks (CLOCK_MONOTONIC and co., the C library's vDSO path)
+ * pay two compares and a tail call: no frame, no stack protector, which
+ * the slow path's locals would bring (callgrind, per call: glibc's own
+ * 18 instructions; through libppl 65 before, 27 now). */
+int ppl_clock_gettime(clockid_t c, struct timespec *ts)
+{
+	if (ppl_likely(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) {
+		gettime_fn *f = atomic_load_explicit(&next_gettime, memory_order_acquire);
+		if (ppl_likely(f != NULL))
+			return f(c, ts);
+	}
+	return clock_gettime_slow(c, ts);
+}
+
 int ppl_clock_getres(clockid_t c, struct timespec *ts)
 {
 	bool ours;
@@ -188,6 +243,34 @@ int ppl_clock_getres(clockid_t c, struct timespec *ts)
 	}
 	struct timespec res = { 0, 1 };
 	if (ts != NULL && vp_copy_out(ts, &res, sizeof res) != 0) {
+		errno = EFAULT;
+		return -1;
+	}
+	return 0;
+}
+
+/* getrusage(RUSAGE_THREAD) of a user thread: its CPU time, split between
+ * user and system time in the proportion of its kernel thread's; the other
+ * fields are that kernel thread's (docs/scheduling.md). */
+int ppl_getrusage(__rusage_who_t who, struct rusage *r)
+{
+	static void *_Atomic next;
+	int (*real)(__rusage_who_t, struct rusage *) =
+		(int (*)(__rusage_who_t, struct rusage *))ppl_next_fn(&next, "getrusage");
+	struct ult *self;
+	if (who != RUSAGE_THREAD || (self = ult_self())->foreign)
+		return real(who, r);
+	struct rusage k;
+	if (real(who, &k) != 0)
+		return -1;
+	int64_t total = thread_cpu_ns(self);
+	int64_t ku = (int64_t)k.ru_utime.tv_sec * 1000000000 + k.ru_utime.tv_usec * 1000;
+	int64_t ks = (int64_t)k.ru_stime.tv_sec * 1000000000 + k.ru_stime.tv_usec * 1000;
+	int64_t user = ku + ks > 0 ? (int64_t)((double)total * ku / (ku + ks)) : total;
+	int64_t sys = total - user;
+	k.ru_utime = (struct timeval){ user / 1000000000, user % 1000000000 / 1000 };
+	k.ru_stime = (struct timeval){ sys / 1000000000, sys % 1000000000 / 1000 };
+	if (vp_copy_out(r, &k, sizeof k) != 0) {
 		errno = EFAULT;
 		return -1;
 	}

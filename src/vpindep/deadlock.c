@@ -21,6 +21,11 @@ int ppl_env_deadlock PPL_HIDDEN = 1;
  * grows; pushes are lock-free and readers walk it without a lock. */
 static struct ult *_Atomic all;
 
+struct ult *ult_all(void)
+{
+	return atomic_load_explicit(&all, memory_order_acquire);
+}
+
 void deadlock_track(struct ult *t)
 {
 	struct ult *head = atomic_load_explicit(&all, memory_order_relaxed);

@@ -32,6 +32,7 @@ void ppl_init(void)
 	m->foreign = true;
 	m->id = 1;
 	sched_params_init(m);
+	nice_init(m);
 	m->inherit_sched = true;
 	m->ktid = getpid();
 	m->sigmask = vp_get_sigmask();

@@ -141,6 +141,7 @@ struct ult {
 	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
 				    * and SCHED_RR, 0 otherwise (sched.c orders by it) */
 	bool inherit_sched;
+	int nice;                  /* its nice value (nice.c), inherited at create */
 	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
 				    * the process's; freed when the TCB is recycled */
 	size_t cpusetsize;
@@ -610,6 +611,21 @@ void sched_params_init(struct ult *m);
 void sched_affinity_bound(struct ult *t, bool start);
 /* A pthread_t that names no thread (NULL, or a recycled TCB). */
 bool ult_stale(struct ult *t);
+/* The initial thread's nice value, from its kernel thread (nice.c). */
+void nice_init(struct ult *m);
+/* The first of every TCB ever allocated, linked by all_next (deadlock.c). */
+struct ult *ult_all(void);
+/* The kernel thread t has to itself (bound, foreign), or 0 (schedparam.c). */
+int own_kthread(struct ult *t);
+/* What gettid() returns to t: the process id for the initial thread, its
+ * own kernel thread's id, or an id above every kernel id (threadid.c). */
+pid_t thread_tid(struct ult *t);
+/* Whether id is one of those ids above the kernel's. */
+bool tid_is_virtual(pid_t id);
+/* The thread a kernel-style id names for the calls that take one: 0 the
+ * caller, the process id the initial thread, the caller's kernel thread
+ * the caller, a gettid() value its thread; NULL: the kernel's business. */
+struct ult *tid_thread(pid_t id);
 /* Whether a thread may take this policy and priority: 0, EINVAL (no such
  * policy, a priority out of its range) or EPERM, as the kernel (schedparam.c). */
 int sched_check(int policy, const struct sched_param *p);

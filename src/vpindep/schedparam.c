@@ -29,6 +29,7 @@
  *    thus run one at a time, in turn, as on that CPU.  Permission checks
  *    follow the kernel's: EPERM for real-time policies without root,
  *    EINVAL for a set with none of the process's CPUs. */
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ int sched_check(int policy, const struct sched_param *p)
 
 /* The kernel thread t has to itself, or 0 (an unbound user thread once
  * the VPs run: it shares its VP's). */
-static int own_kthread(struct ult *t)
+int own_kthread(struct ult *t)
 {
 	if (t->bound && t->home)
 		return atomic_load_explicit(&t->home->vp.tid, memory_order_acquire);
@@ -113,15 +114,12 @@ int ppl_pthread_setschedprio(pthread_t th, int prio)
 
 /* ---- the C library's calls on a process id ---------------------------------------
  * pid 0 is the calling thread and the process id the initial one, as on
- * NPTL; any other id is a kernel thread or process: the kernel's. */
+ * NPTL, and what gettid() returned to a thread is that thread (threadid.c);
+ * any other id is a kernel thread or process: the kernel's. */
 
 static struct ult *thread_of(pid_t pid)
 {
-	if (pid == 0)
-		return ult_self();
-	if (pid == getpid())
-		return &ppl_rt.main_ult;
-	return NULL;
+	return tid_thread(pid);
 }
 
 static int fail(int err)
@@ -319,4 +317,30 @@ int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
 		return EFAULT;
 	memset((char *)set + t->cpusetsize, 0, n - t->cpusetsize);
 	return 0;
+}
+
+/* sched_setaffinity and sched_getaffinity: on a thread of the process, as
+ * pthread_setaffinity_np and pthread_getaffinity_np on it (glibc's
+ * wrappers differ only in reporting errors through errno). */
+int ppl_sched_setaffinity(pid_t pid, size_t n, const cpu_set_t *set)
+{
+	struct ult *t = thread_of(pid);
+	if (t == NULL)
+		return (int)syscall(SYS_sched_setaffinity, pid, n, set);
+	int err = ppl_pthread_setaffinity_np((pthread_t)t, n, set);
+	return err ? fail(err) : 0;
+}
+
+int ppl_sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set)
+{
+	struct ult *t = thread_of(pid);
+	if (t == NULL) {
+		long r = syscall(SYS_sched_getaffinity, pid, n < INT_MAX ? n : INT_MAX, set);
+		if (r < 0)
+			return -1;
+		memset((char *)set + r, 0, n - (size_t)r);
+		return 0;
+	}
+	int err = ppl_pthread_getaffinity_np((pthread_t)t, n, set);
+	return err ? fail(err) : 0;
 }

@@ -17,6 +17,7 @@
  * lets its own through there, and a stray SIGCANCEL kills the process
  * while pthread_cancel was never called); a stray one sent from elsewhere
  * is ignored by libppl's handlers. */
+#include <errno.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -85,8 +86,24 @@ static void *_Atomic next_raise;
 static void *_Atomic next_sigqueue;
 static void *_Atomic next_tgkill;
 
+/* kill and sigqueue given what gettid() returned to a user thread: its
+ * process, as the kernel takes a thread id there; ESRCH if it is gone. */
+static int process_of(pid_t *pid)
+{
+	if (*pid <= 0 || !tid_is_virtual(*pid))
+		return 0;
+	if (tid_thread(*pid) == NULL) {
+		errno = ESRCH;
+		return -1;
+	}
+	*pid = getpid();
+	return 0;
+}
+
 int ppl_kill(pid_t pid, int sig)
 {
+	if (process_of(&pid) != 0)
+		return -1;
 	if (sig_reserved(sig) && pid == getpid())
 		return refuse();
 	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
@@ -101,6 +118,8 @@ int ppl_raise(int sig)
 
 int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 {
+	if (process_of(&pid) != 0)
+		return -1;
 	if (sig_reserved(sig) && pid == getpid())
 		return refuse();
 	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
@@ -111,5 +130,18 @@ int ppl_tgkill(pid_t tgid, pid_t tid, int sig)
 {
 	if (sig_reserved(sig) && tgid == getpid())
 		return refuse();
+	/* A user thread named by its gettid() value, or the initial thread by
+	 * the process id once it is a user thread (it may run on any VP's
+	 * kernel thread): pthread_kill's delivery, to that thread. */
+	if (tgid == getpid() && tid > 0 &&
+	    (tid_is_virtual(tid) || (tid == tgid && !ppl_rt.main_ult.foreign))) {
+		struct ult *t = tid_thread(tid);
+		int err = t ? ppl_pthread_kill((pthread_t)t, sig) : ESRCH;
+		if (err) {
+			errno = err;
+			return -1;
+		}
+		return 0;
+	}
 	return ((int (*)(pid_t, pid_t, int))ppl_next_fn(&next_tgkill, "tgkill"))(tgid, tid, sig);
 }

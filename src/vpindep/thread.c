@@ -274,6 +274,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	t->detached = at.detachstate == PTHREAD_CREATE_DETACHED;
 	t->attr_guard = at.stackaddr ? 0 : at.guardsize;
 	t->inherit_sched = at.inheritsched == PTHREAD_INHERIT_SCHED;
+	t->nice = ult_self()->nice;
 	if (t->inherit_sched) {
 		struct ult *self = ult_self();
 		ult_set_sched(t, self->sched_policy, &self->sched_param);
@@ -564,15 +565,16 @@ int ppl_pthread_setname_np(pthread_t th, const char *name)
 		return ERANGE;
 	memcpy(t->name, name, n + 1);
 	/* The kernel's name too, as glibc gives it: the caller's kernel
-	 * thread (what gettid() names, for a user thread its VP's, which
-	 * keeps the name of the last thread that named itself there:
-	 * docs/posix.md), or the kernel thread a bound or foreign thread
-	 * has to itself. */
-	if (t == ult_self())
-		return prctl(PR_SET_NAME, t->name) == 0 ? 0 : errno;
-	int tid = t->foreign ? t->ktid
-		: t->bound && t->home ? atomic_load_explicit(&t->home->vp.tid, memory_order_acquire) : 0;
-	if (tid == 0)
+	 * thread (for a user thread its VP's, which keeps the name of the
+	 * last thread that named itself there: docs/posix.md), and the
+	 * kernel thread that gettid() names: the one a bound or foreign
+	 * thread has to itself, the initial one for the initial thread
+	 * (which may run on another VP: /proc/self/task/<gettid()>/comm
+	 * then still reads its name, glibc's tst-setgetname). */
+	if (t == ult_self() && prctl(PR_SET_NAME, t->name) != 0)
+		return errno;
+	int tid = t->is_main ? getpid() : own_kthread(t);
+	if (tid == 0 || (t == ult_self() && tid == vp_gettid()))
 		return 0;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);

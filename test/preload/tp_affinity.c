@@ -3,11 +3,19 @@
  * cpu_set_t) is EINVAL for pthread_setaffinity_np and for pthread_create
  * with pthread_attr_setaffinity_np; a set shorter than cpu_set_t that names
  * a CPU of the process is accepted.  The stack is dirtied before each call:
- * a check that reads bytes the kernel did not fill would see them. */
+ * a check that reads bytes the kernel did not fill would see them.
+ *
+ * sched_setaffinity and sched_getaffinity on pid 0 and on the thread's
+ * gettid() act on the calling thread alone, as on NPTL: a thread that pins
+ * itself to one CPU that way reads that set back, from itself and from
+ * another thread (pthread_getaffinity_np), while the other threads keep
+ * the process's set (on libppl the VP's kernel thread must not take it:
+ * on one VP the thread that looked next read the pinned set). */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include "tp_util.h"
 
@@ -89,6 +97,82 @@ static void checks(void)
 }
 
 static cpu_set_t all;
+static int ncpus;
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int pinned, release;
+static pid_t pinned_tid;
+
+/* Pins itself to the last CPU of the process with sched_setaffinity(0),
+ * then waits while main looks; then the same through its gettid(). */
+static void *pin_self(void *arg)
+{
+	int last = -1;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all))
+			last = c;
+	cpu_set_t one, got;
+	CPU_ZERO(&one);
+	CPU_SET(last, &one);
+	for (int round = 0; round < 2; round++) {
+		pid_t me = (pid_t)(round == 0 ? 0 : gettid());
+		CHECK(sched_setaffinity(me, sizeof one, &one) == 0);
+		CPU_ZERO(&got);
+		CHECK(sched_getaffinity(me, sizeof got, &got) == 0);
+		CHECK(CPU_EQUAL(&got, &one));
+		CHECK_OK(pthread_getaffinity_np(pthread_self(), sizeof got, &got));
+		CHECK(CPU_EQUAL(&got, &one));
+		/* Errors as the kernel's: no CPU of the process, a bad id. */
+		cpu_set_t none;
+		CPU_ZERO(&none);
+		CPU_SET(1000, &none);
+		errno = 0;
+		CHECK(sched_setaffinity(me, sizeof none, &none) == -1 && errno == EINVAL);
+		pthread_mutex_lock(&m);
+		pinned_tid = gettid();
+		pinned = round + 1;
+		pthread_cond_broadcast(&cv);
+		while (release <= round)
+			CHECK_OK(pthread_cond_wait(&cv, &m));
+		pthread_mutex_unlock(&m);
+		CHECK(sched_setaffinity(me, sizeof all, &all) == 0);
+		CHECK(sched_getaffinity(me, sizeof got, &got) == 0);
+		CHECK(CPU_EQUAL(&got, &all));
+	}
+	return arg;
+}
+
+static void pinned_alone(void)
+{
+	pthread_t t;
+	CHECK_OK(pthread_create(&t, NULL, pin_self, NULL));
+	for (int round = 0; round < 2; round++) {
+		pthread_mutex_lock(&m);
+		while (pinned <= round)
+			CHECK_OK(pthread_cond_wait(&cv, &m));
+		pid_t tid = pinned_tid;
+		pthread_mutex_unlock(&m);
+		cpu_set_t got;
+		/* The caller's own set is still the process's. */
+		CHECK(sched_getaffinity(0, sizeof got, &got) == 0);
+		CHECK(CPU_EQUAL(&got, &all));
+		CHECK_OK(pthread_getaffinity_np(pthread_self(), sizeof got, &got));
+		CHECK(CPU_EQUAL(&got, &all));
+		/* The pinned thread's, through its id and its pthread_t. */
+		CHECK(sched_getaffinity(tid, sizeof got, &got) == 0);
+		CHECK(CPU_COUNT(&got) == 1);
+		CHECK_OK(pthread_getaffinity_np(t, sizeof got, &got));
+		CHECK(CPU_COUNT(&got) == 1);
+		pthread_mutex_lock(&m);
+		release = round + 1;
+		pthread_cond_broadcast(&cv);
+		pthread_mutex_unlock(&m);
+	}
+	CHECK_OK(pthread_join(t, NULL));
+	errno = 0;
+	CHECK(sched_getaffinity(-1, sizeof all, &(cpu_set_t){ 0 }) == -1 && errno == ESRCH);
+}
 
 static void *in_thread(void *arg)
 {
@@ -104,6 +188,9 @@ int main(void)
 	CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
 	while (!CPU_ISSET(first_cpu, &all))
 		first_cpu++;
+	ncpus = CPU_COUNT(&all);
+	if (ncpus > 1)
+		pinned_alone();
 	for (int i = 0; i < 20; i++)
 		checks();
 	CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof all, &all));

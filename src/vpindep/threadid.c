@@ -1,0 +1,78 @@
+/* Kernel-style thread ids for user threads: gettid, and the calls that
+ * name a thread by such an id (sched_*, setpriority, tgkill, kill, CPU
+ * clocks built from a tid) through tid_thread.
+ *
+ * A user thread scheduled M:N has no kernel thread of its own: the VP's
+ * changes as it migrates and is shared with the VP's other threads.  So
+ * gettid() gives it an id of its own that no kernel thread can have:
+ * VTID_BASE (the kernel's largest pid_max, PID_MAX_LIMIT on 64-bit) plus
+ * its sequence number.  It is stable for the thread's life and unique
+ * among live threads; libppl's entry points map it back to the thread,
+ * and a raw system call or /proc/self/task/ID given one fails (ESRCH,
+ * ENOENT) instead of acting on an unrelated thread.  A thread that has a
+ * kernel thread to itself (bound, foreign) gets that thread's id, and the
+ * initial thread the process id, as on NPTL (docs/scheduling.md). */
+#include <limits.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+#define VTID_BASE 4194304
+#define VTID_SPAN (INT_MAX - VTID_BASE)
+
+static pid_t vtid_of(const struct ult *t)
+{
+	return (pid_t)(VTID_BASE + (long)(t->id % VTID_SPAN));
+}
+
+pid_t thread_tid(struct ult *t)
+{
+	if (t->is_main)
+		return getpid();
+	int k = own_kthread(t);
+	return k ? k : vtid_of(t);
+}
+
+pid_t ppl_gettid(void)
+{
+	return thread_tid(ult_self());
+}
+
+bool tid_is_virtual(pid_t id)
+{
+	return id >= VTID_BASE;
+}
+
+/* A thread that exists, in this process (not a parent's, after fork). */
+static bool live(struct ult *t)
+{
+	int st = atomic_load_explicit(&t->state, memory_order_acquire);
+	return t->fork_gen == ppl_rt.fork_gen && st != ULT_FREE && st != ULT_ZOMBIE &&
+	       st != ULT_EXITING;
+}
+
+struct ult *tid_thread(pid_t id)
+{
+	struct ult *self = ult_self();
+	if (id == 0)
+		return self;
+	if (id == getpid())
+		return &ppl_rt.main_ult;
+	/* The caller's own kernel thread: what the raw gettid system call
+	 * returns (CPython's threading.get_native_id, glibc's tests). */
+	if (id == vp_gettid())
+		return self;
+	if (id < 0)
+		return NULL;
+	bool virt = tid_is_virtual(id);
+	for (struct ult *t = ult_all(); t; t = t->all_next) {
+		if (!live(t))
+			continue;
+		if (virt ? own_kthread(t) == 0 && !t->is_main && vtid_of(t) == id
+			 : own_kthread(t) == id)
+			return t;
+	}
+	return NULL;
+}
