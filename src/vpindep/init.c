@@ -10,6 +10,7 @@
 
 #include "mutex_robust.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 struct runtime ppl_rt PPL_HIDDEN;
 
@@ -159,6 +160,8 @@ static int idle_setup(struct vproc *v)
 
 static int wanted_vps(void)
 {
+	if (ppl_hook_on(PPL_HOOK_SEED))
+		return 1;   /* a seeded schedule (detsched.c) */
 	int n = ppl_rt.concurrency > 0 ? ppl_rt.concurrency : default_vps();
 	return n > PPL_MAX_VPS ? PPL_MAX_VPS : n;
 }
@@ -270,9 +273,7 @@ int ppl_pthread_setconcurrency(int level)
 		spin_unlock(&ppl_rt.lock);
 		return 0;
 	}
-	int want = level > 0 ? level : default_vps();
-	if (want > PPL_MAX_VPS)
-		want = PPL_MAX_VPS;
+	int want = wanted_vps();
 	int err = 0;
 	if (want > ppl_rt.nvps) {
 		err = start_vps(ppl_rt.nvps, want);
