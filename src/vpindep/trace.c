@@ -102,13 +102,16 @@ static void outf(struct out *o, const char *fmt, ...)
 }
 
 /* Appending without printf: formatting is most of the cost of a trace. */
-static void ap_n(struct out *o, const char *s, size_t n)
+static inline void ap_n(struct out *o, const char *s, size_t n)
 {
 	if (o->n + n > sizeof o->buf)
 		out_flush(o);
-	memcpy(o->buf + o->n, s, n);
+	for (size_t i = 0; i < n; i++)   /* short pieces: no call */
+		o->buf[o->n + i] = s[i];
 	o->n += n;
 }
+
+#define AP(o, lit) ap_n((o), (lit), sizeof(lit) - 1)
 
 static void ap(struct out *o, const char *s)
 {
@@ -162,19 +165,19 @@ static void ap_name(struct out *o, const char *src)
  * up to "ts" (µs, to the ns), the object left open. */
 static void head_open(struct out *o, const char *ph)
 {
-	ap(o, ",\n{\"ph\":\"");
+	AP(o, ",\n{\"ph\":\"");
 	ap(o, ph);
-	ap(o, "\",\"name\":\"");
+	AP(o, "\",\"name\":\"");
 }
 
 static void head_close(struct out *o, int vp, int64_t ts)
 {
 	int64_t d = ts > t0 ? ts - t0 : 0;
-	ap(o, "\",\"pid\":");
+	AP(o, "\",\"pid\":");
 	ap_i(o, pid);
-	ap(o, ",\"tid\":");
+	AP(o, ",\"tid\":");
 	ap_i(o, vp);
-	ap(o, ",\"ts\":");
+	AP(o, ",\"ts\":");
 	ap_u(o, (uint64_t)d / 1000);
 	char frac[4] = { '.', (char)('0' + d / 100 % 10), (char)('0' + d / 10 % 10), (char)('0' + d % 10) };
 	ap_n(o, frac, 4);
@@ -191,12 +194,12 @@ static void head(struct out *o, const char *ph, const char *name, int vp, int64_
 static void instant(struct out *o, const char *name, int vp, const struct tev *e, const char *key)
 {
 	head(o, "i", name, vp, e->ts);
-	ap(o, ",\"s\":\"t\",\"args\":{\"thread\":");
+	AP(o, ",\"s\":\"t\",\"args\":{\"thread\":");
 	ap_u(o, e->a);
 	if (key) {
-		ap(o, ",\"");
+		AP(o, ",\"");
 		ap(o, key);
-		ap(o, "\":");
+		AP(o, "\":");
 	}
 }
 
@@ -204,17 +207,17 @@ static void instant(struct out *o, const char *name, int vp, const struct tev *e
 static void slice(struct out *o, uint64_t id, const char *nm, int vp, int64_t ts)
 {
 	head_open(o, "B");
-	ap(o, "thread ");
+	AP(o, "thread ");
 	ap_u(o, id);
 	if (nm && nm[0]) {
-		ap(o, " (");
+		AP(o, " (");
 		ap_name(o, nm);
-		ap(o, ")");
+		AP(o, ")");
 	}
 	head_close(o, vp, ts);
-	ap(o, ",\"args\":{\"thread\":");
+	AP(o, ",\"args\":{\"thread\":");
 	ap_u(o, id);
-	ap(o, "}}");
+	AP(o, "}}");
 }
 
 static const char *const why_names[] = { "tick", "priority", "deferred", "seed", "chaos" };
@@ -233,7 +236,7 @@ static void emit(struct out *o, struct tslot *s, const struct tev *e)
 			if (!s->open)   /* it ran before the trace saw it start */
 				slice(o, e->a, NULL, tid, s->first);
 			head(o, "E", "", tid, e->ts);
-			ap(o, "}");
+			AP(o, "}");
 			s->open = false;
 		}
 		if (e->b != 0) {
@@ -253,7 +256,7 @@ static void emit(struct out *o, struct tslot *s, const struct tev *e)
 		if (e->b)
 			ap_hex(o, e->b);
 		else
-			ap(o, "\"sleep\"");
+			AP(o, "\"sleep\"");
 		break;
 	case TR_STEAL:
 		instant(o, "steal", tid, e, "from_vp");
@@ -261,21 +264,21 @@ static void emit(struct out *o, struct tslot *s, const struct tev *e)
 		break;
 	case TR_HANDOFF:
 		head(o, "i", "handoff", (int)e->a, e->ts);
-		ap(o, ",\"s\":\"t\",\"args\":{\"vp\":");
+		AP(o, ",\"s\":\"t\",\"args\":{\"vp\":");
 		ap_u(o, e->a);
-		ap(o, ",\"spare_vp\":");
+		AP(o, ",\"spare_vp\":");
 		ap_u(o, e->b);
 		break;
 	case TR_PREEMPT:
 		instant(o, "preempt", tid, e, "why");
-		ap(o, "\"");
+		AP(o, "\"");
 		ap(o, e->b < sizeof why_names / sizeof why_names[0] ? why_names[e->b] : "?");
-		ap(o, "\"");
+		AP(o, "\"");
 		break;
 	default:
 		return;
 	}
-	ap(o, "}}");
+	AP(o, "}}");
 }
 
 /* Write slot s's events (caller holds wlock and owns s: its VP, or
