@@ -73,9 +73,13 @@ void detsched_point(void)
 		why = TW_SEED;
 	}
 	struct ult *cur = v->current;
-	ppl_trace(TR_PREEMPT, cur->id, why);
-	if (why == TW_SEED)
-		v->stats.preempts++;
+	/* Counted and traced only if another thread is there to run (a due
+	 * timer may still queue one at the yield). */
+	if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0) {
+		ppl_trace(TR_PREEMPT, cur->id, why);
+		if (why == TW_SEED)
+			v->stats.preempts++;
+	}
 	sched_yield_min(cur->prio, false);
 }
 
