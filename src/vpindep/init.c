@@ -201,6 +201,8 @@ int ppl_runtime_start(void)
 	ppl_rt.vps[0] = v0;
 	ppl_rt.nvps = n;
 	ppl_rt.nvps_total = 1;
+	if (ppl_hook_on(PPL_HOOK_TRACE))
+		trace_start();
 	ppl_overflow_init();
 	preempt_init();
 	__libc_single_threaded = 0;   /* user threads interleave on every VP */

@@ -50,6 +50,7 @@ enum trace_kind {
 enum trace_why { TW_TICK, TW_PRIO, TW_DEFERRED, TW_SEED, TW_CHAOS };
 
 int trace_open(const char *path);   /* env.c; -1 (errno) if it cannot be created */
+void trace_start(void);              /* init.c: the runtime starts */
 void trace_event(int kind, uint64_t a, uint64_t b);
 void trace_switch(struct vproc *v, struct ult *from, struct ult *to);
 void trace_fork_child(void);

@@ -13,6 +13,11 @@
  *    interrupted a recording on the same kernel thread is dropped (and
  *    counted), and trace_finish waits for it to clear after setting
  *    `closed`, so no VP appends to a buffer being written for the last time.
+ *  - The file is opened at start-up but written only from the runtime's
+ *    start (trace_start), under an flock held to the end: a wrapper that
+ *    inherits PPL_TRACE and never makes a thread (timeout, a shell) leaves
+ *    it to the program it runs, and a threaded program started by a
+ *    traced one writes FILE.PID instead of clobbering its parent's.
  *  - The file is "[" + events separated by ",\n" + "]": valid JSON once
  *    trace_finish ran (exit() from any thread, or return from main).  After
  *    _exit or a crash the events still buffered are lost and the closing
@@ -22,7 +27,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,6 +66,8 @@ static int64_t t0;
 static int pid;
 static spin_t wlock;           /* the file */
 static spin_t other_lock;      /* slots[OTHER] */
+static char path[4096];
+static _Atomic bool started;   /* trace_start wrote the header: events are recorded */
 static _Atomic bool closed;
 static _Atomic unsigned long dropped;
 
@@ -323,7 +332,8 @@ static struct tslot *begin(struct vproc *v, int *idx)
 		atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 		goto fail;
 	}
-	if (atomic_load_explicit(&closed, memory_order_seq_cst)) {
+	if (atomic_load_explicit(&closed, memory_order_seq_cst) ||
+	    !atomic_load_explicit(&started, memory_order_acquire)) {
 		atomic_store_explicit(&s->busy, 0, memory_order_release);
 		goto fail;
 	}
@@ -403,21 +413,56 @@ static void at_exit(void)
 	trace_finish();
 }
 
-int trace_open(const char *path)
+static int open_file(const char *name, int flags)
 {
-	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	return (int)syscall(SYS_openat, AT_FDCWD, name, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
+}
+
+/* At start-up: the file is opened (created if need be) but left as it is,
+ * so that a process that never starts a thread (a wrapper such as
+ * timeout(1) or a shell, which inherit PPL_TRACE) does not clobber the
+ * trace of the program it runs. */
+int trace_open(const char *p)
+{
+	if (strlen(p) >= sizeof path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(path, p);
+	fd = open_file(path, 0);
 	if (fd < 0)
 		return -1;
-	t0 = clock_now_ns(CLOCK_MONOTONIC);
+	atexit(at_exit);
+	ppl_hooks |= PPL_HOOK_TRACE;
+	return 0;
+}
+
+/* At the runtime's start, before any VP runs: the file becomes this
+ * process's.  One that another live process writes (it holds the lock: a
+ * parent that ran this program) is left to it: this one writes FILE.PID. */
+void trace_start(void)
+{
+	if (fd < 0 || atomic_load_explicit(&started, memory_order_relaxed))
+		return;
 	pid = getpid();
+	if (syscall(SYS_flock, fd, LOCK_EX | LOCK_NB) != 0) {
+		syscall(SYS_close, fd);
+		char alt[sizeof path + 16];
+		snprintf(alt, sizeof alt, "%s.%d", path, pid);
+		fd = open_file(alt, O_TRUNC);
+		if (fd < 0)
+			return;   /* nothing is recorded */
+		syscall(SYS_flock, fd, LOCK_EX | LOCK_NB);
+	} else {
+		syscall(SYS_ftruncate, fd, 0);
+	}
+	t0 = clock_now_ns(CLOCK_MONOTONIC);
 	char buf[160];
 	int n = snprintf(buf, sizeof buf,
 			 "[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"libppl %d\"}}",
 			 pid, pid);
 	put_all(buf, (size_t)n);
-	atexit(at_exit);
-	ppl_hooks |= PPL_HOOK_TRACE;
-	return 0;
+	atomic_store_explicit(&started, true, memory_order_release);
 }
 
 /* The child of fork does not write the parent's events (the parent does)
@@ -436,6 +481,15 @@ void trace_finish(void)
 {
 	if (fd < 0 || atomic_exchange_explicit(&closed, true, memory_order_seq_cst))
 		return;
+	if (!atomic_load_explicit(&started, memory_order_acquire)) {
+		/* No thread was ever started: a file nobody else writes or
+		 * wrote gets an empty array. */
+		struct stat st;
+		if (syscall(SYS_flock, fd, LOCK_EX | LOCK_NB) == 0 &&
+		    syscall(SYS_fstat, fd, &st) == 0 && st.st_size == 0)
+			put_all("[]\n", 3);
+		return;
+	}
 	/* Later events find `closed` (ppl_hooks stays: other VPs read it). */
 	int64_t end_ts = clock_now_ns(CLOCK_MONOTONIC);
 	/* exit() from a signal handler that interrupted a flush: give up the

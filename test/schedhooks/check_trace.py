@@ -103,6 +103,30 @@ else:
     except ValueError as e:
         bad(f'_exit: not JSON with a closing bracket: {e}')
 
+# 2b. Wrappers and children that inherit PPL_TRACE: timeout(1), preloaded
+#     too but never starting a thread, leaves the file to the program; a
+#     threaded program started by a traced one writes FILE.PID.
+path = os.path.join(tmp, 'wrapped.json')
+rc, err = run(['timeout', '30', traced, 'spawn', f'{race} 5'], {'PPL_VPS': '1'}, path)
+try:
+    ev = json.load(open(path))
+    check_wellformed(ev, 'wrapped')
+    if sum(1 for e in ev if e.get('name') == 'create') != 6:
+        bad('wrapped: not the trace of traced (6 creates)')
+except ValueError as e:
+    bad(f'wrapped: not JSON: {e}')
+kids = [f for f in os.listdir(tmp) if f.startswith('wrapped.json.')]
+if rc != 0 or len(kids) != 1:
+    bad(f'wrapped: exit status {rc}, children\'s files {kids}: {err}')
+else:
+    try:
+        ev = json.load(open(os.path.join(tmp, kids[0])))
+        check_wellformed(ev, 'spawned child')
+        if sum(1 for e in ev if e.get('name') == 'create') != 3:
+            bad('spawned child: not the trace of race (3 creates)')
+    except ValueError as e:
+        bad(f'spawned child: not JSON: {e}')
+
 # 3. A long seeded run (each VP's buffer flushed many times), and two VPs.
 for what, args, extra in (('seeded', [race, '3000'], {'PPL_SCHED_SEED': '7', 'PPL_SCHED_CHAOS': '0.5'}),
                           ('3 VPs', [traced], {'PPL_VPS': '3', 'PPL_TIMESLICE_US': '1000'})):

@@ -4,7 +4,8 @@
  * (a reader blocked in read() on a pipe that only another thread writes),
  * a time-slice preemption (a thread computing while another waits), and
  * finally exit() called from a thread other than main, or _exit() with
- * the argument "_exit" (test/schedhooks/check_trace.py). */
+ * the argument "_exit"; with "spawn CMD" it also runs CMD with system()
+ * while its own trace is being written (test/schedhooks/check_trace.py). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,11 @@ int main(int argc, char **argv)
 	use_underscore_exit = argc > 1 && strcmp(argv[1], "_exit") == 0;
 	if (pipe(fds) != 0)
 		return 2;
+	if (argc > 2 && strcmp(argv[1], "spawn") == 0) {
+		run(waiter, NULL);   /* the runtime has started: the file is ours */
+		if (system(argv[2]) != 0)
+			return 4;
+	}
 
 	pthread_t t;
 	pthread_mutex_lock(&m);
