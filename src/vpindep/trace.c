@@ -234,10 +234,14 @@ static const char *const why_names[] = { "tick", "priority", "deferred", "seed",
 static void emit(struct out *o, struct tslot *s, const struct tev *e)
 {
 	int tid = e->vp;
-	if (!s->named && e->vp >= 0) {
+	if (!s->named) {
 		s->named = true;
-		outf(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
-		     "\"args\":{\"name\":\"VP %d\"}}", pid, tid, tid);
+		if (tid >= 0)
+			outf(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+			     "\"args\":{\"name\":\"VP %d\"}}", pid, tid, tid);
+		else
+			outf(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":-1,"
+			     "\"args\":{\"name\":\"no VP (foreign kernel threads)\"}}", pid);
 	}
 	switch (e->kind) {
 	case TR_SWITCH:
