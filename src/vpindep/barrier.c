@@ -24,6 +24,7 @@
 
 #include "parklot.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define BF_PSHARED 1u
 #define BF_ROUND   2u   /* flags / BF_ROUND: rounds completed (private; under lock) */
@@ -86,6 +87,7 @@ static int wait_pshared(struct barrier *b)
 
 int ppl_pthread_barrier_wait(pthread_barrier_t *pb)
 {
+	sched_point();
 	struct barrier *b = B(pb);
 	spin_lock(&b->lock);
 	if (b->flags & BF_PSHARED)

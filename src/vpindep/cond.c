@@ -30,6 +30,7 @@
 
 #include "parklot.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 /* pthread_condattr_t, glibc's encoding */
 #define CA_PSHARED     1u
@@ -170,12 +171,14 @@ static inline clockid_t cond_clock(const struct cond *c)
 
 int ppl_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
+	sched_point();
 	return wait_common(C(c), m, NULL, CLOCK_REALTIME);
 }
 
 int ppl_pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
 			       const struct timespec *ts)
 {
+	sched_point();
 	if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
 		return EINVAL;
 	if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L)
@@ -190,6 +193,7 @@ int ppl_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const stru
 
 int ppl_pthread_cond_signal(pthread_cond_t *pc)
 {
+	sched_point();
 	struct cond *c = C(pc);
 	if ((c->attr & CA_PSHARED) != 0) {
 		if (atomic_load_explicit(&c->nwaiters, memory_order_seq_cst) != 0) {
@@ -215,6 +219,7 @@ int ppl_pthread_cond_signal(pthread_cond_t *pc)
 
 int ppl_pthread_cond_broadcast(pthread_cond_t *pc)
 {
+	sched_point();
 	struct cond *c = C(pc);
 	if ((c->attr & CA_PSHARED) != 0) {
 		if (atomic_load_explicit(&c->nwaiters, memory_order_seq_cst) != 0) {

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 size_t ppl_env_stack_size PPL_HIDDEN;
 long ppl_env_timeslice_us PPL_HIDDEN = 10000;
@@ -73,6 +74,44 @@ static long int_var(const char *var, long lo, long hi, long dflt, const char *ex
 	return (long)v;
 }
 
+/* PPL_SCHED_SEED, PPL_SCHED_CHAOS, PPL_TRACE (docs/debugging.md).  A seed
+ * forces one VP and replaces the time-slice timer (detsched.c). */
+static void sched_debug_env(void)
+{
+	const char *seed = env("PPL_SCHED_SEED");
+	const char *chaos = env("PPL_SCHED_CHAOS");
+	if (seed) {
+		errno = 0;
+		char *end;
+		unsigned long long v = strtoull(seed, &end, 10);
+		if (!isdigit((unsigned char)*seed) || *end != '\0' || errno)
+			bad("PPL_SCHED_SEED", seed, "expected a seed from 0 to 18446744073709551615");
+		uint64_t p = 0;
+		if (chaos) {
+			errno = 0;
+			double d = strtod(chaos, &end);
+			if (!(isdigit((unsigned char)*chaos) || *chaos == '.') || *end != '\0' || errno ||
+			    !(d >= 0 && d <= 1))
+				bad("PPL_SCHED_CHAOS", chaos,
+				    "expected a probability from 0 to 1 (such as 0.05)");
+			p = d >= 1 ? UINT64_MAX : (uint64_t)(d * 18446744073709551616.0);
+		}
+		ppl_rt.env_vps = 1;
+		ppl_env_timeslice_us = 0;
+		detsched_init(v, p);
+		ppl_hooks |= PPL_HOOK_SEED;
+	} else if (chaos) {
+		bad("PPL_SCHED_CHAOS", chaos, "needs PPL_SCHED_SEED (the seed decides where the yields go)");
+	}
+	const char *trace = env("PPL_TRACE");
+	if (trace) {
+		if (*trace == '\0')
+			bad("PPL_TRACE", trace, "expected the name of a file to write the trace to");
+		if (trace_open(trace) != 0)
+			bad("PPL_TRACE", trace, strerror(errno));
+	}
+}
+
 void ppl_env_init(void)
 {
 	ppl_rt.env_vps = (int)int_var("PPL_VPS", 1, PPL_MAX_VPS, 0,
@@ -128,4 +167,5 @@ void ppl_env_init(void)
 			bad("PPL_SYSTEM_SCOPE", s, "expected 'm:n' or 'bound'");
 	}
 	ppl_rt.debug = (int)int_var("PPL_DEBUG", 0, 3, 0, "expected a debug level from 0 to 3");
+	sched_debug_env();
 }

@@ -31,6 +31,7 @@
 #include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
 			     void *dso_handle);
@@ -120,6 +121,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	proc_fork_child();
+	trace_fork_child();
 	/* A forking thread libppl did not create (the initial one before
 	 * start-up, say) has the child's kernel thread now: signals and
 	 * scheduling changes for it went to the parent's (sem_post/8-1's

@@ -10,6 +10,7 @@
 
 #include "mutex_robust.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 struct runtime ppl_rt PPL_HIDDEN;
 
@@ -160,6 +161,8 @@ static int idle_setup(struct vproc *v)
 
 static int wanted_vps(void)
 {
+	if (ppl_hook_on(PPL_HOOK_SEED))
+		return 1;   /* a seeded schedule (detsched.c) */
 	int n = ppl_rt.concurrency > 0 ? ppl_rt.concurrency : default_vps();
 	return n > PPL_MAX_VPS ? PPL_MAX_VPS : n;
 }
@@ -199,6 +202,8 @@ int ppl_runtime_start(void)
 	ppl_rt.vps[0] = v0;
 	ppl_rt.nvps = n;
 	ppl_rt.nvps_total = 1;
+	if (ppl_hook_on(PPL_HOOK_TRACE))
+		trace_start();
 	ppl_overflow_init();
 	preempt_init();
 	__libc_single_threaded = 0;   /* user threads interleave on every VP */
@@ -271,9 +276,7 @@ int ppl_pthread_setconcurrency(int level)
 		spin_unlock(&ppl_rt.lock);
 		return 0;
 	}
-	int want = level > 0 ? level : default_vps();
-	if (want > PPL_MAX_VPS)
-		want = PPL_MAX_VPS;
+	int want = wanted_vps();
 	int err = 0;
 	if (want > ppl_rt.nvps) {
 		err = start_vps(ppl_rt.nvps, want);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define HANDOFF_NS 50000LL       /* an announced call this long with threads ready */
 #define STUCK_NS 3000000LL       /* no switch this long while sleeping in the kernel */
@@ -237,6 +238,7 @@ static void lend(struct vproc *v, bool announced)
 	atomic_store_explicit(&s->retired, false, memory_order_seq_cst);
 	spin_unlock(&mon.lock);
 	atomic_fetch_add_explicit(&mon.handoffs, 1, memory_order_relaxed);
+	ppl_trace(TR_HANDOFF, v->vp.id, s->vp.id);
 	/* The spare steals v's queue like any idle VP. */
 	vp_resume(&s->vp);
 }

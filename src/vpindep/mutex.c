@@ -33,6 +33,7 @@
 #include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 /* __kind bits, as glibc's pthreadP.h defines them */
 #define MK_TYPE      3u            /* PTHREAD_MUTEX_{TIMED,RECURSIVE,ERRORCHECK,ADAPTIVE}_NP */
@@ -280,6 +281,7 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 
 int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 {
+	sched_point();
 	struct mutex *m = M(pm);
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
 	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&
@@ -300,6 +302,7 @@ int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 
 int ppl_pthread_mutex_trylock(pthread_mutex_t *pm)
 {
+	sched_point();
 	struct mutex *m = M(pm);
 	return lock_common(m, atomic_load_explicit(&m->kind, memory_order_relaxed), 1, NULL,
 			   CLOCK_REALTIME);
@@ -307,6 +310,7 @@ int ppl_pthread_mutex_trylock(pthread_mutex_t *pm)
 
 int ppl_pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clk, const struct timespec *ts)
 {
+	sched_point();
 	if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
 		return EINVAL;
 	struct mutex *m = M(pm);
@@ -322,6 +326,7 @@ static int unlock_checked(struct mutex *m, int kind);
 
 int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
 {
+	sched_point();
 	struct mutex *m = M(pm);
 	int kind = atomic_load_explicit(&m->kind, memory_order_relaxed);
 	if (ppl_likely((kind == PTHREAD_MUTEX_TIMED_NP || kind == PTHREAD_MUTEX_ADAPTIVE_NP) &&

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define MAX_RANGES 16
 
@@ -195,6 +196,7 @@ static void tick_body(void *uc)
 		return;
 	}
 	v->stats.preempts++;
+	ppl_trace(TR_PREEMPT, cur->id, verdict == 2 ? TW_PRIO : TW_TICK);
 	if (verdict == 2)
 		sched_yield_min(cur->prio + 1, cur->sched_policy == SCHED_FIFO);
 	else
@@ -230,6 +232,7 @@ void preempt_deferred_run(void)
 	if (verdict == 0)
 		return;
 	v->stats.preempts++;
+	ppl_trace(TR_PREEMPT, cur->id, verdict == 2 ? TW_PRIO : TW_DEFERRED);
 	if (verdict == 2)
 		sched_yield_min(cur->prio + 1, cur->sched_policy == SCHED_FIFO);
 	else

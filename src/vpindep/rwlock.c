@@ -31,6 +31,7 @@
 #include "config.h"
 #include "parklot.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define MAX_READERS (UINT32_MAX - 1)
 
@@ -241,16 +242,19 @@ static int wrlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 
 int ppl_pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
+	sched_point();
 	return rdlock(L(l), false, NULL, CLOCK_REALTIME);
 }
 
 int ppl_pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
 {
+	sched_point();
 	return rdlock(L(l), true, NULL, CLOCK_REALTIME);
 }
 
 int ppl_pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clk, const struct timespec *ts)
 {
+	sched_point();
 	int err = check_time(clk, ts);
 	return err != 0 ? err : rdlock(L(l), false, ts, clk);
 }
@@ -262,16 +266,19 @@ int ppl_pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *t
 
 int ppl_pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
+	sched_point();
 	return wrlock(L(l), false, NULL, CLOCK_REALTIME);
 }
 
 int ppl_pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
+	sched_point();
 	return wrlock(L(l), true, NULL, CLOCK_REALTIME);
 }
 
 int ppl_pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clk, const struct timespec *ts)
 {
+	sched_point();
 	int err = check_time(clk, ts);
 	return err != 0 ? err : wrlock(L(l), false, ts, clk);
 }
@@ -283,6 +290,7 @@ int ppl_pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *t
 
 int ppl_pthread_rwlock_unlock(pthread_rwlock_t *pl)
 {
+	sched_point();
 	struct rwlock *l = L(pl);
 	spin_lock(&l->lock);
 	if (l->writer != 0) {

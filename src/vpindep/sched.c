@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define SPIN_NS 50000          /* how long an idle VP looks for work before sleeping */
 
@@ -54,6 +55,8 @@ static inline void count_switch(struct vproc *v, struct ult *from, struct ult *t
 	unsigned long n = atomic_load_explicit(&v->stats.switches, memory_order_relaxed);
 	atomic_store_explicit(&v->stats.switches, n + 1, memory_order_relaxed);
 	cpu_switch(from, to);
+	if (ppl_hook_on(PPL_HOOK_TRACE))
+		trace_switch(v, from, to);
 }
 
 /* ---- run queues -----------------------------------------------------------
@@ -183,6 +186,8 @@ static bool rq_remove(struct vproc *v, struct ult *t)
  * real-time thread queued, without rq_take_for's search. */
 static inline struct ult *rq_take(struct vproc *v)
 {
+	if (ppl_hook_on(PPL_HOOK_SEED))
+		detsched_pick(v);
 	struct ult *t = v->rq_head;
 	if (ppl_unlikely(v->rt_head != NULL) || t == NULL)
 		return rq_take_for(v, NULL, 0);
@@ -248,6 +253,7 @@ static struct ult *steal_from(struct vproc *self, struct vproc *v, int min)
 	spin_unlock(&v->rq_lock);
 	if (t) {
 		self->stats.steals++;
+		ppl_trace(TR_STEAL, t->id, v->vp.id);
 		/* Work left behind: let another idle VP come for it. */
 		if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
 			wake_idle_vp();
@@ -426,6 +432,7 @@ void sched_ready_new(struct ult *t)
 	struct vproc *v = this_vp();
 	if (v)
 		v->stats.creates++;
+	ppl_trace(TR_CREATE, t->id, 0);
 	sched_push(t);
 }
 
@@ -435,6 +442,7 @@ void sched_wake(struct ult *t)
 	 * not exist here, so there is nobody to wake. */
 	if (ppl_unlikely(t->fork_gen != ppl_rt.fork_gen))
 		return;
+	ppl_trace(TR_WAKE, t->id, 0);
 	if (ppl_unlikely(t->foreign)) {
 		atomic_store_explicit(&t->wake, 1, memory_order_release);
 		futex_wake(&t->wake, 1);
@@ -770,6 +778,7 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	}
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
+	ppl_trace(TR_PARK, self->id, q ? (uintptr_t)q : (uintptr_t)lock);
 	struct park_req r = { self, lock, deadline };
 	switch_away(v, self, park_cb, &r);
 	if (deadline >= 0)
@@ -836,6 +845,7 @@ int sched_sleep_until(int64_t deadline)
 	self->wait_result = 0;
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
+	ppl_trace(TR_PARK, self->id, 0);
 	struct park_req r = { self, NULL, deadline };
 	switch_away(v, self, park_cb, &r);
 	timer_cancel(&self->timer);
@@ -877,6 +887,7 @@ _Noreturn void sched_exit(struct ult *self)
 	struct vproc *v = this_vp();
 	ppl_assert(v != NULL);
 	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_relaxed);
+	ppl_trace(TR_EXIT, self->id, 0);
 	switch_away(v, self, exit_cb, self);
 	ppl_fatal("an exited thread was resumed");
 }

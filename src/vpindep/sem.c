@@ -47,6 +47,7 @@
 
 #include "parklot.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define SEM_VALUE_MASK     0xffffffffull
 #define SEM_NWAITERS_SHIFT 32
@@ -309,16 +310,19 @@ static int sem_wait_common(sem_t *sem, const struct timespec *abstime, clockid_t
 
 int ppl_sem_wait(sem_t *sem)
 {
+	sched_point();
 	return sem_wait_common(sem, NULL, CLOCK_REALTIME);
 }
 
 int ppl_sem_trywait(sem_t *sem)
 {
+	sched_point();
 	return try_take(S(sem)) ? 0 : fail(EAGAIN);
 }
 
 int ppl_sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abstime)
 {
+	sched_point();
 	/* glibc checks the time before trying the semaphore. */
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
 		return fail(EINVAL);
@@ -327,6 +331,7 @@ int ppl_sem_timedwait(sem_t *restrict sem, const struct timespec *restrict absti
 
 int ppl_sem_clockwait(sem_t *restrict sem, clockid_t clk, const struct timespec *restrict abstime)
 {
+	sched_point();
 	if (clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
 		return fail(EINVAL);
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)

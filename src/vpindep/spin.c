@@ -7,6 +7,7 @@
  *    very VP (it is not running, so spinning longer cannot help).  With a
  *    single VP the holder can never run while we spin, so yield at once. */
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define SPINS 1000        /* polls between yields when another VP may run the holder */
 
@@ -34,6 +35,7 @@ int ppl_pthread_spin_destroy(pthread_spinlock_t *l)
 
 int ppl_pthread_spin_lock(pthread_spinlock_t *l)
 {
+	sched_point();
 	_Atomic int *w = W(l);
 	while (atomic_exchange_explicit(w, 1, memory_order_acquire) != 0) {
 		int spins = ppl_rt.nvps > 1 ? SPINS : 0;
@@ -51,11 +53,13 @@ int ppl_pthread_spin_lock(pthread_spinlock_t *l)
 
 int ppl_pthread_spin_trylock(pthread_spinlock_t *l)
 {
+	sched_point();
 	return atomic_exchange_explicit(W(l), 1, memory_order_acquire) == 0 ? 0 : EBUSY;
 }
 
 int ppl_pthread_spin_unlock(pthread_spinlock_t *l)
 {
+	sched_point();
 	atomic_store_explicit(W(l), 0, memory_order_release);
 	preempt_point();
 	return 0;

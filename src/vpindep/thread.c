@@ -17,6 +17,7 @@
 
 #include "mutex_robust.h"
 #include "pthread_impl.h"
+#include "schedhooks.h"
 
 #define TCB_CACHE_MAX 256   /* TCBs kept with their stacks; see stack.c on fork */
 
@@ -232,6 +233,7 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 
 int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
+	sched_point();
 	struct thread_attrs at;
 	attr_read(a, &at);
 	/* An explicit priority out of the policy's range: EINVAL before
@@ -447,12 +449,14 @@ static int join_cp(int err)
 
 int ppl_pthread_join(pthread_t t, void **res)
 {
+	sched_point();
 	cancel_point();
 	return join_cp(ult_join((struct ult *)t, res, NULL, CLOCK_REALTIME, false));
 }
 
 int ppl_pthread_tryjoin_np(pthread_t th, void **res)
 {
+	sched_point();
 	/* A thread still running is EBUSY before anything else, as in glibc:
 	 * the caller itself, or a detached thread, too. */
 	struct ult *t = (struct ult *)th;
@@ -463,6 +467,7 @@ int ppl_pthread_tryjoin_np(pthread_t th, void **res)
 
 int ppl_pthread_timedjoin_np(pthread_t t, void **res, const struct timespec *ts)
 {
+	sched_point();
 	cancel_point();
 	if (ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L))
 		return EINVAL;
@@ -471,6 +476,7 @@ int ppl_pthread_timedjoin_np(pthread_t t, void **res, const struct timespec *ts)
 
 int ppl_pthread_clockjoin_np(pthread_t t, void **res, clockid_t c, const struct timespec *ts)
 {
+	sched_point();
 	if (c != CLOCK_REALTIME && c != CLOCK_MONOTONIC)
 		return EINVAL;
 	cancel_point();
