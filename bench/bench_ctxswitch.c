@@ -70,7 +70,7 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	rounds = bench_arg(argc, argv, 1, 1000000);
-	bool wrfs = ctx_tls_setup();
+	bool wrfs = ctx_tls_setup(CTX_TLS_AUTO, NULL) == CTX_TLS_INSN;
 	enum { REPS = 11, NV = 5 };
 	const char *names[NV] = { "shared", "tls-wrfsbase", "tls-prctl", "call-shared", "call-tls" };
 	double r[NV][REPS];

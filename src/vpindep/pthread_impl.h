@@ -118,6 +118,7 @@ struct ult {
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
 				    * pointer), made with the TCB and pooled with it */
+	unsigned tls_sel;          /* its %fs selector (ldt switch method), or 0 */
 	bool tls_used;             /* the block has run a thread before */
 
 	void *(*start)(void *);
@@ -304,6 +305,7 @@ struct runtime {
 extern struct runtime ppl_rt PPL_HIDDEN;
 
 extern bool ppl_env_tls_per_thread PPL_HIDDEN;   /* PPL_TLS asks for per-thread */
+extern enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH */
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
 /* Start the VPs if they are not running yet. 0 or errno. */

@@ -1030,8 +1030,12 @@ void sched_vp_main(struct vp *vp)
 	sig_vp_init(v);
 	/* The loop runs on the VP's kernel thread's own block (VP 0: a block of
 	 * its own, set up by ppl_runtime_start). */
-	if (tls_per_thread && v->idle_ctx.tls == NULL)
+	if (tls_per_thread && v->idle_ctx.tls == NULL) {
 		v->idle_ctx.tls = ctx_tls_self();
+		/* glibc's block, above 4 GiB: switching back to the loop makes
+		 * the system call (ldt method), switches between threads do not */
+		v->idle_ctx.tls_sel = ctx_tls_selector(v->idle_ctx.tls);
+	}
 	preempt_vp_start(v);
 	for (;;) {
 		set_current(v, NULL);

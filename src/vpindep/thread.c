@@ -248,7 +248,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	struct ult *t = tcb_get();
 	if (t == NULL)
 		return EAGAIN;
-	if (tls_per_thread && t->tls == NULL && (t->tls = tls_block_new()) == NULL) {
+	if (tls_per_thread && t->tls == NULL && (t->tls = tls_block_new(&t->tls_sel)) == NULL) {
 		tcb_put(t);
 		return EAGAIN;
 	}
@@ -294,6 +294,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
+		t->ctx.tls_sel = t->tls_sel;
 		tls_block_set_stack(t->tls, t->stack.lo, t->stack.size);
 		cancel_thread_reset(t);
 	}

@@ -14,19 +14,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../vpdep/context.h"
+
 /* Set once by tls_mode_init, before the first VP starts; read-only after. */
 extern bool tls_per_thread __attribute__((visibility("hidden")));
 
 /* Decide the mode: `want_per_thread` from PPL_TLS or the build default.  If
  * the C library's layout is not one libppl knows, fall back to shared TLS
  * and say so once on stderr. */
-void tls_mode_init(bool want_per_thread);
+void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw);
+/* "shared", or "per-thread/<switch method>" (PPL_STATS, PPL_DEBUG). */
+const char *tls_mode_name(void);
 /* The main thread becomes a user thread that may migrate (ppl_runtime_start). */
 void tls_adopt_main(void);
-/* A fresh, fully initialised block; returns its thread pointer or NULL.
+/* A fresh, fully initialised block; returns its thread pointer or NULL,
+ * and in *sel its %fs selector for struct ctx's tls_sel (0: none; with the
+ * `ldt` switch method blocks are placed below 4 GiB and get one while the
+ * LDT has room).
  * Blocks are never freed: glibc keeps per-thread malloc state in them that
  * it frees only for threads it created, so the TCB pool reuses them. */
-void *tls_block_new(void);
+void *tls_block_new(unsigned *sel);
 /* Record the thread's stack in the block's descriptor (alloca limits). */
 void tls_block_set_stack(void *tp, void *lo, size_t size);
 /* First thing a user thread does on its own block: make a reused block look

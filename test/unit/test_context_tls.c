@@ -74,7 +74,7 @@ static void round_trips(void)
 
 static void test_default_way(void **state)
 {
-	(void)ctx_tls_setup();
+	(void)ctx_tls_setup(CTX_TLS_AUTO, NULL);
 	round_trips();
 }
 
@@ -82,7 +82,7 @@ static void test_syscall_way(void **state)
 {
 	if (&ctx_have_wrfsbase == NULL)
 		skip();
-	(void)ctx_tls_setup();
+	(void)ctx_tls_setup(CTX_TLS_SYSCALL, NULL);
 	unsigned char saved = ctx_have_wrfsbase;
 	ctx_have_wrfsbase = 0;
 	round_trips();
