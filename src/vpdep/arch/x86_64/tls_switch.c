@@ -42,9 +42,14 @@ enum { LDT_SLOTS = LDT_ENTRIES, LOW_CHUNK = 1 << 20 };
 static _Atomic unsigned next_entry;   /* LDT entries handed out */
 static _Atomic unsigned low_blocks;   /* low blocks handed out (at most LDT_SLOTS) */
 
-/* The low arena: 1 MiB chunks below 4 GiB, carved in order. */
-static atomic_flag low_lock = ATOMIC_FLAG_INIT;
-static uintptr_t low_cur, low_end;
+/* The low arena: 1 MiB chunks below 4 GiB, carved in order without a lock
+ * (the caller may be a user thread that is preempted at any point): a
+ * chunk's first word counts its bytes handed out; a full chunk is replaced
+ * by whoever maps the next one first. */
+struct low_chunk {
+	_Atomic size_t used;
+};
+static struct low_chunk *_Atomic low_chunk;
 
 static unsigned selector_of(unsigned entry)
 {
@@ -106,10 +111,10 @@ static const char *ldt_probe(void)
 	}
 	void *own;
 	__asm__ volatile("movq %%fs:0, %0" : "=r"(own));
-	/* No signal handler may run on the probe page as its TLS. */
-	sigset_t all, old;
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
+	/* No signal handler may run on the probe page as its TLS.  The system
+	 * call itself: libppl interposes sigprocmask. */
+	uint64_t all = ~(uint64_t)0, old;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
 	uintptr_t seen;
 	long rc;
 	__asm__ volatile("movw %w[sel], %%fs\n\t"
@@ -118,7 +123,7 @@ static const char *ldt_probe(void)
 			 : [seen] "=&r"(seen), "=a"(rc)
 			 : [sel] "r"(selector_of(0)), "a"((long)SYS_arch_prctl), "D"(0x1002L), "S"(own)
 			 : "rcx", "r11", "memory");
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
 	munmap(page, 4096);
 	if (rc != 0)
 		return "arch_prctl failed";
@@ -173,27 +178,31 @@ const char *ctx_tls_switch_name(enum ctx_tls_switch m)
 
 void *ctx_tls_low_alloc(size_t size, size_t align)
 {
-	if (method != CTX_TLS_LDT || align == 0 || (align & (align - 1)) != 0 || size > LOW_CHUNK / 4)
+	if (method != CTX_TLS_LDT || align == 0 || (align & (align - 1)) != 0)
 		return NULL;
 	if (atomic_fetch_add_explicit(&low_blocks, 1, memory_order_relaxed) >= LDT_SLOTS)
 		return NULL;
-	while (atomic_flag_test_and_set_explicit(&low_lock, memory_order_acquire))
-		__builtin_ia32_pause();
-	uintptr_t p = (low_cur + align - 1) & ~(uintptr_t)(align - 1);
-	if (low_cur == 0 || p + size > low_end) {
-		char *c = low_map(LOW_CHUNK);
-		if (c != NULL) {
-			low_cur = (uintptr_t)c;
-			low_end = low_cur + LOW_CHUNK;
-			p = (low_cur + align - 1) & ~(uintptr_t)(align - 1);
-		} else {
-			p = 0;
-		}
+	size_t need = size + align;   /* room to align inside the claim */
+	if (need > LOW_CHUNK / 4) {
+		/* a program with a large static TLS: a mapping of its own */
+		char *p = low_map(need);
+		return p ? (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1)) : NULL;
 	}
-	if (p != 0)
-		low_cur = p + size;
-	atomic_flag_clear_explicit(&low_lock, memory_order_release);
-	return (void *)p;
+	for (;;) {
+		struct low_chunk *c = atomic_load_explicit(&low_chunk, memory_order_acquire);
+		if (c != NULL) {
+			size_t off = atomic_fetch_add_explicit(&c->used, need, memory_order_relaxed);
+			if (off + need <= LOW_CHUNK)
+				return (void *)(((uintptr_t)c + off + align - 1) & ~(uintptr_t)(align - 1));
+		}
+		struct low_chunk *n = low_map(LOW_CHUNK);
+		if (n == NULL)
+			return NULL;
+		atomic_store_explicit(&n->used, 64, memory_order_relaxed);   /* the header */
+		if (!atomic_compare_exchange_strong_explicit(&low_chunk, &c, n, memory_order_acq_rel,
+							     memory_order_acquire))
+			munmap(n, LOW_CHUNK);   /* another thread replaced it first */
+	}
 }
 
 unsigned ctx_tls_selector(void *tp)
