@@ -74,8 +74,10 @@ void *ctx_tls_low_alloc(size_t size, size_t align);
 /* LDT method: a selector whose segment base is tp, for struct ctx's tls_sel;
  * 0 (the switch then makes the system call) when tp is above 4 GiB, the
  * LDT is full or the method is another one.  Once per block: the entry stays
- * with it. */
+ * with it.  A system call of 15-75 us (the kernel rebuilds the whole LDT). */
 unsigned ctx_tls_selector(void *tp);
+/* Would ctx_tls_selector(tp) give tp an entry (method, address, room)? */
+bool ctx_tls_selectable(const void *tp);
 /* LDT entries handed out so far (PPL_STATS). */
 unsigned ctx_tls_selectors_used(void);
 /* The calling context's thread pointer. */

@@ -141,6 +141,11 @@ unsigned ctx_tls_selector(void *tp)
 	return 0;
 }
 
+bool ctx_tls_selectable(const void *tp)
+{
+	return false;
+}
+
 unsigned ctx_tls_selectors_used(void)
 {
 	return 0;

@@ -155,11 +155,10 @@ static int idle_setup(struct vproc *v)
 		return EAGAIN;
 	ctx_make(&v->idle_ctx, v->idle_stack.lo, v->idle_stack.size, vp0_idle, v);
 	if (tls_per_thread) {
-		unsigned sel;
-		void *tp = tls_block_new(&sel);
+		void *tp = tls_block_new();
 		if (tp == NULL)
 			return EAGAIN;
-		v->idle_ctx.tls_sel = sel;
+		v->idle_ctx.tls_sel = ctx_tls_selector(tp);   /* entered on every idle spell */
 		tls_block_set_stack(tp, v->idle_stack.lo, v->idle_stack.size);
 		vp_set_current_in(tp, &v->vp);
 		v->idle_ctx.tls = tp;

@@ -27,13 +27,13 @@ void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw);
 const char *tls_mode_name(void);
 /* The main thread becomes a user thread that may migrate (ppl_runtime_start). */
 void tls_adopt_main(void);
-/* A fresh, fully initialised block; returns its thread pointer or NULL,
- * and in *sel its %fs selector for struct ctx's tls_sel (0: none; with the
- * `ldt` switch method blocks are placed below 4 GiB and get one while the
- * LDT has room).
+/* A fresh, fully initialised block; returns its thread pointer or NULL.
+ * With the `ldt` switch method it is placed below 4 GiB while the LDT has
+ * room, so that ctx_tls_selector can give it an entry (the caller decides
+ * when).
  * Blocks are never freed: glibc keeps per-thread malloc state in them that
  * it frees only for threads it created, so the TCB pool reuses them. */
-void *tls_block_new(unsigned *sel);
+void *tls_block_new(void);
 /* Record the thread's stack in the block's descriptor (alloca limits). */
 void tls_block_set_stack(void *tp, void *lo, size_t size);
 /* First thing a user thread does on its own block: make a reused block look

@@ -288,18 +288,14 @@ static char *low_block(void)
 	return allocate_tls(tp);   /* fresh zero pages: only the DTV is malloc'ed */
 }
 
-void *tls_block_new(unsigned *sel)
+void *tls_block_new(void)
 {
-	*sel = 0;
 	char *tp = low_block();
-	bool low = tp != NULL;
 	if (tp == NULL)
 		tp = allocate_tls(NULL);
 	if (tp == NULL)
 		return NULL;
 	block_init(tp);
-	if (low)
-		*sel = ctx_tls_selector(tp);
 	spin_lock(&blocks_lock);
 	if (nblocks == cap_blocks) {
 		size_t ncap = cap_blocks ? cap_blocks * 2 : 64;

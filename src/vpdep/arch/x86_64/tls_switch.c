@@ -205,10 +205,15 @@ void *ctx_tls_low_alloc(size_t size, size_t align)
 	}
 }
 
+bool ctx_tls_selectable(const void *tp)
+{
+	return method == CTX_TLS_LDT && tp != NULL && (uintptr_t)tp < LOW_LIMIT &&
+	       atomic_load_explicit(&next_entry, memory_order_relaxed) < LDT_SLOTS;
+}
+
 unsigned ctx_tls_selector(void *tp)
 {
-	/* The whole descriptor must be addressable through the 32-bit base. */
-	if (method != CTX_TLS_LDT || (uintptr_t)tp >= LOW_LIMIT - 4096)
+	if (!ctx_tls_selectable(tp))
 		return 0;
 	unsigned e = atomic_fetch_add_explicit(&next_entry, 1, memory_order_relaxed);
 	if (e >= LDT_SLOTS)
