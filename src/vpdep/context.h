@@ -67,8 +67,9 @@ enum ctx_tls_switch ctx_tls_setup(enum ctx_tls_switch want, const char **why);
 enum ctx_tls_switch ctx_tls_switch_in_use(void);
 const char *ctx_tls_switch_name(enum ctx_tls_switch m);
 /* LDT method: `size` bytes aligned to `align` below 4 GiB for a TLS block,
- * one per LDT entry there is (8,192); NULL when the method is another one,
- * the entries are spoken for, or no memory is left below 4 GiB.  Never freed
+ * for up to four times as many blocks as there are LDT entries (8,192);
+ * NULL when the method is another one, past that, or when no memory is
+ * left below 4 GiB.  Never freed
  * (blocks are pooled for the process's life). */
 void *ctx_tls_low_alloc(size_t size, size_t align);
 /* LDT method: a selector whose segment base is tp, for struct ctx's tls_sel;

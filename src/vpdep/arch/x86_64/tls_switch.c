@@ -36,11 +36,15 @@ unsigned char ctx_have_wrfsbase __attribute__((visibility("hidden")));
 
 static enum ctx_tls_switch method = CTX_TLS_SYSCALL;
 
-enum { LDT_SLOTS = LDT_ENTRIES, LOW_CHUNK = 1 << 20 };
+/* Entries go lazily to the blocks that switch (the caller decides when), so
+ * more blocks than entries are placed low: a hot block made after many cold
+ * ones can still get one.  32,768 blocks are about 150 MB of address space
+ * below 4 GiB, reserved as used. */
+enum { LDT_SLOTS = LDT_ENTRIES, LOW_BLOCKS = 4 * LDT_ENTRIES, LOW_CHUNK = 1 << 20 };
 #define LOW_LIMIT ((uintptr_t)1 << 32)
 
 static _Atomic unsigned next_entry;   /* LDT entries handed out */
-static _Atomic unsigned low_blocks;   /* low blocks handed out (at most LDT_SLOTS) */
+static _Atomic unsigned low_blocks;   /* low blocks handed out (at most LOW_BLOCKS) */
 
 /* The low arena: 1 MiB chunks below 4 GiB, carved in order without a lock
  * (the caller may be a user thread that is preempted at any point): a
@@ -180,7 +184,7 @@ void *ctx_tls_low_alloc(size_t size, size_t align)
 {
 	if (method != CTX_TLS_LDT || align == 0 || (align & (align - 1)) != 0)
 		return NULL;
-	if (atomic_fetch_add_explicit(&low_blocks, 1, memory_order_relaxed) >= LDT_SLOTS)
+	if (atomic_fetch_add_explicit(&low_blocks, 1, memory_order_relaxed) >= LOW_BLOCKS)
 		return NULL;
 	size_t need = size + align;   /* room to align inside the claim */
 	if (need > LOW_CHUNK / 4) {
