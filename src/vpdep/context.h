@@ -21,6 +21,9 @@ struct ctx {
 	void *tls;    /* per-thread TLS mode: the thread pointer (FS base / TPIDR_EL0)
 		       * that ctx_switch_tls* installs when resuming this context;
 		       * set by the owner of the context, never by a switch */
+	unsigned long tls_sel;  /* x86_64 `ldt` method: the %fs selector whose LDT
+				 * entry has base `tls` (ctx_tls_selector), loaded
+				 * instead of writing the base; 0: write the base */
 #ifdef PPL_CONTEXT_UCONTEXT
 	ucontext_t uc;
 	ctx_fn pending_fn;  /* run on this context right after it is entered */
@@ -46,10 +49,38 @@ void ctx_switch_call(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg);
 void ctx_switch_tls(struct ctx *from, struct ctx *to);
 void ctx_switch_call_tls(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg);
 
-/* Choose how ctx_switch_tls* writes the thread pointer: the unprivileged
- * instruction (wrfsbase, when the kernel enables FSGSBASE) or a system call.
- * Called once, before the first ctx_switch_tls*.  Returns the choice made. */
-bool ctx_tls_setup(void);
+/* How ctx_switch_tls* installs the thread pointer (docs/tls.md):
+ *  INSN     an unprivileged write: wrfsbase (x86_64, when the kernel enables
+ *           FSGSBASE), msr tpidr_el0 (AArch64);
+ *  LDT      x86_64: a context whose tls_sel is nonzero loads that selector
+ *           into %fs (the base comes from its LDT entry, set once per block
+ *           with modify_ldt); the others make the system call;
+ *  SYSCALL  arch_prctl(ARCH_SET_FS) on every switch. */
+enum ctx_tls_switch { CTX_TLS_AUTO, CTX_TLS_INSN, CTX_TLS_LDT, CTX_TLS_SYSCALL };
+
+/* Choose the method: `want` (PPL_TLS_SWITCH), or AUTO for the best that works
+ * here.  A method that does not work here is replaced by the best that does,
+ * and *why (if not NULL) says why.  Called once, before the first
+ * ctx_switch_tls*.  Returns the method in use. */
+enum ctx_tls_switch ctx_tls_setup(enum ctx_tls_switch want, const char **why);
+/* The method in use and its name ("wrfsbase", "ldt", "arch_prctl", ...). */
+enum ctx_tls_switch ctx_tls_switch_in_use(void);
+const char *ctx_tls_switch_name(enum ctx_tls_switch m);
+/* LDT method: `size` bytes aligned to `align` below 4 GiB for a TLS block,
+ * for up to four times as many blocks as there are LDT entries (8,192);
+ * NULL when the method is another one, past that, or when no memory is
+ * left below 4 GiB.  Never freed
+ * (blocks are pooled for the process's life). */
+void *ctx_tls_low_alloc(size_t size, size_t align);
+/* LDT method: a selector whose segment base is tp, for struct ctx's tls_sel;
+ * 0 (the switch then makes the system call) when tp is above 4 GiB, the
+ * LDT is full or the method is another one.  Once per block: the entry stays
+ * with it.  A system call of 15-75 us (the kernel rebuilds the whole LDT). */
+unsigned ctx_tls_selector(void *tp);
+/* Would ctx_tls_selector(tp) give tp an entry (method, address, room)? */
+bool ctx_tls_selectable(const void *tp);
+/* LDT entries handed out so far (PPL_STATS). */
+unsigned ctx_tls_selectors_used(void);
 /* The calling context's thread pointer. */
 void *ctx_tls_self(void);
 

@@ -58,6 +58,7 @@ void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *ar
 	c->pending_arg = NULL;
 	c->sp = NULL;
 	c->tls = NULL;
+	c->tls_sel = 0;
 	unsigned c_hi, c_lo, e_hi, e_lo, a_hi, a_lo;
 	split((uintptr_t)c, &c_hi, &c_lo);
 	split((uintptr_t)entry, &e_hi, &e_lo);
@@ -105,9 +106,49 @@ void ctx_switch_call_tls(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg)
 	ctx_switch_call(from, to, fn, arg);
 }
 
-bool ctx_tls_setup(void)
+#define NAME_INSN "insn"
+static enum ctx_tls_switch tls_method = CTX_TLS_SYSCALL;
+
+/* The reference implementation always makes the system call (x86_64) or
+ * writes the register (AArch64, which has no other way). */
+enum ctx_tls_switch ctx_tls_setup(enum ctx_tls_switch want, const char **why)
+{
+#if defined(__aarch64__)
+	tls_method = CTX_TLS_INSN;
+#endif
+	if (want != CTX_TLS_AUTO && want != tls_method && why)
+		*why = "the ucontext build has one way";
+	return tls_method;
+}
+
+enum ctx_tls_switch ctx_tls_switch_in_use(void)
+{
+	return tls_method;
+}
+
+const char *ctx_tls_switch_name(enum ctx_tls_switch m)
+{
+	return m == CTX_TLS_INSN ? NAME_INSN : m == CTX_TLS_SYSCALL ? "arch_prctl" : m == CTX_TLS_LDT ? "ldt" : "auto";
+}
+
+void *ctx_tls_low_alloc(size_t size, size_t align)
+{
+	return NULL;   /* no LDT method here */
+}
+
+unsigned ctx_tls_selector(void *tp)
+{
+	return 0;
+}
+
+bool ctx_tls_selectable(const void *tp)
 {
 	return false;
+}
+
+unsigned ctx_tls_selectors_used(void)
+{
+	return 0;
 }
 
 void *ctx_tls_self(void)

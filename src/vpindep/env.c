@@ -20,6 +20,8 @@ size_t ppl_env_stack_size PPL_HIDDEN;
 long ppl_env_timeslice_us PPL_HIDDEN = 10000;
 bool ppl_env_tls_per_thread PPL_HIDDEN;
 bool ppl_env_system_bound PPL_HIDDEN;
+enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH; AUTO by default */
+unsigned ppl_env_tls_ldt_after PPL_HIDDEN = 64;          /* PPL_TLS_LDT_AFTER */
 
 static _Noreturn void bad(const char *var, const char *val, const char *expected)
 {
@@ -137,6 +139,18 @@ void ppl_env_init(void)
 	if (strcmp(tls, "shared") != 0 && strcmp(tls, "per-thread") != 0)
 		bad("PPL_TLS", tls, "expected 'shared' or 'per-thread'");
 	ppl_env_tls_per_thread = strcmp(tls, "per-thread") == 0;
+	s = env("PPL_TLS_SWITCH");
+	if (s) {
+		static const char *const names[] = { "auto", "wrfsbase", "ldt", "arch_prctl" };
+		int k = 0;
+		while (k < 4 && strcmp(s, names[k]) != 0)
+			k++;
+		if (k == 4)
+			bad("PPL_TLS_SWITCH", s, "expected 'auto', 'wrfsbase', 'ldt' or 'arch_prctl'");
+		ppl_env_tls_switch = (enum ctx_tls_switch)k;
+	}
+	ppl_env_tls_ldt_after = (unsigned)int_var("PPL_TLS_LDT_AFTER", 0, 1000000, 64,
+						  "expected a number of resumes from 0 to 1000000");
 
 	/* 0 turns preemption off. */
 	const char *ts_expected = "expected a time slice in microseconds from 100 to 10000000, "

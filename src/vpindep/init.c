@@ -2,6 +2,7 @@
  * lazily at the first pthread_create, so a single-threaded program pays
  * nothing.  Also resizes the VP set (pthread_setconcurrency) and manages
  * the VPs of SCOPE_SYSTEM threads. */
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,14 @@ void ppl_init(void)
 	if (atomic_exchange(&done, 1))
 		return;
 	ppl_env_init();
-	tls_mode_init(ppl_env_tls_per_thread);
+	tls_mode_init(ppl_env_tls_per_thread, ppl_env_tls_switch);
+	if (ppl_rt.debug >= 1) {
+		char buf[96];
+		int n = snprintf(buf, sizeof buf, "libppl: tls=%s\n", tls_mode_name());
+		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+			/* nothing to do */
+		}
+	}
 	cancel_init();
 	struct ult *m = &ppl_rt.main_ult;
 	m->is_main = true;
@@ -152,6 +160,7 @@ static int idle_setup(struct vproc *v)
 		void *tp = tls_block_new();
 		if (tp == NULL)
 			return EAGAIN;
+		v->idle_ctx.tls_sel = ctx_tls_selector(tp);   /* entered on every idle spell */
 		tls_block_set_stack(tp, v->idle_stack.lo, v->idle_stack.size);
 		vp_set_current_in(tp, &v->vp);
 		v->idle_ctx.tls = tp;
@@ -232,6 +241,7 @@ int ppl_runtime_start(void)
 			/* The main thread keeps the process's original block and
 			 * may migrate; VP 0's loop has a block of its own. */
 			m->ctx.tls = ctx_tls_self();
+			m->ctx.tls_sel = ctx_tls_selector(m->ctx.tls);   /* 0: above 4 GiB */
 			tls_adopt_main();
 		} else {
 			/* With TLS shared per VP, the main thread keeps the

@@ -120,6 +120,9 @@ struct ult {
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
 				    * pointer), made with the TCB and pooled with it */
+	unsigned tls_sel;          /* its %fs selector (ldt switch method), or 0 */
+	unsigned tls_countdown;    /* entries into its block until the block gets an
+				    * LDT entry; 0: nothing to do (ult_tls_entered) */
 	bool tls_used;             /* the block has run a thread before */
 
 	void *(*start)(void *);
@@ -308,6 +311,14 @@ extern struct runtime ppl_rt PPL_HIDDEN;
 
 extern bool ppl_env_tls_per_thread PPL_HIDDEN;   /* PPL_TLS asks for per-thread */
 extern bool ppl_env_system_bound PPL_HIDDEN;     /* PPL_SYSTEM_SCOPE=bound */
+/* PPL_TLS_LDT_AFTER: with the ldt switch method a block gets its LDT entry
+ * when its thread is resumed for the Nth time (sched.c's tls_resumed); 0:
+ * when the block is made. */
+extern unsigned ppl_env_tls_ldt_after PPL_HIDDEN;
+/* sched.c: the thread on its block has started or resumed; counts down to
+ * the block's LDT entry (called only while t->tls_countdown != 0). */
+void ult_tls_entered(struct ult *t) PPL_HIDDEN;
+extern enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH */
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
 /* Start the VPs if they are not running yet. 0 or errno. */

@@ -172,6 +172,7 @@ struct ult *ult_foreign_self(void)
 		if (t == NULL)
 			ppl_fatal("out of memory for the TCB of a kernel thread");
 		t->foreign = true;
+		t->tls_countdown = 0;   /* not switched by libppl */
 		t->ktid = (int)syscall(SYS_gettid);
 		__cxa_thread_atexit_impl(foreign_release, t, &__dso_handle);
 	}
@@ -193,6 +194,8 @@ static void ult_entry(void *arg)
 	if (tls_per_thread) {
 		tls_thread_start(t->tls_used);
 		t->tls_used = true;
+		if (__builtin_expect(t->tls_countdown != 0, 0))
+			ult_tls_entered(t);
 	}
 	if (t->bound)
 		sched_affinity_bound(t, true);
@@ -250,9 +253,20 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	struct ult *t = tcb_get();
 	if (t == NULL)
 		return EAGAIN;
-	if (tls_per_thread && t->tls == NULL && (t->tls = tls_block_new()) == NULL) {
-		tcb_put(t);
-		return EAGAIN;
+	if (tls_per_thread && t->tls == NULL) {
+		if ((t->tls = tls_block_new()) == NULL) {
+			tcb_put(t);
+			return EAGAIN;
+		}
+		/* ldt method: an entry once the thread proves to switch (sched.c) */
+		t->tls_sel = 0;
+		t->tls_countdown = 0;
+		if (ctx_tls_selectable(t->tls)) {
+			if (ppl_env_tls_ldt_after == 0)
+				t->tls_sel = ctx_tls_selector(t->tls);
+			else
+				t->tls_countdown = ppl_env_tls_ldt_after;
+		}
 	}
 	err = give_stack(t, &at);
 	if (err == EAGAIN) {
@@ -297,6 +311,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
+		t->ctx.tls_sel = t->tls_sel;
 		tls_block_set_stack(t->tls, t->stack.lo, t->stack.size);
 		cancel_thread_reset(t);
 	}

@@ -14,16 +14,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../vpdep/context.h"
+
 /* Set once by tls_mode_init, before the first VP starts; read-only after. */
 extern bool tls_per_thread __attribute__((visibility("hidden")));
 
 /* Decide the mode: `want_per_thread` from PPL_TLS or the build default.  If
  * the C library's layout is not one libppl knows, fall back to shared TLS
  * and say so once on stderr. */
-void tls_mode_init(bool want_per_thread);
+void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw);
+/* "shared", or "per-thread/<switch method>" (PPL_STATS, PPL_DEBUG). */
+const char *tls_mode_name(void);
 /* The main thread becomes a user thread that may migrate (ppl_runtime_start). */
 void tls_adopt_main(void);
 /* A fresh, fully initialised block; returns its thread pointer or NULL.
+ * With the `ldt` switch method it is placed below 4 GiB while the LDT has
+ * room, so that ctx_tls_selector can give it an entry (the caller decides
+ * when).
  * Blocks are never freed: glibc keeps per-thread malloc state in them that
  * it frees only for threads it created, so the TCB pool reuses them. */
 void *tls_block_new(void);

@@ -72,6 +72,7 @@ static void (*call_tls_dtors)(void);
 static ptrdiff_t resp_off;        /* __resp, from the thread pointer */
 static ptrdiff_t rseq_off;        /* __rseq_offset */
 static size_t static_size;        /* static TLS area + descriptor */
+static size_t static_align;
 static uint32_t lm_tls_modid, lm_tls_offset;   /* struct link_map fields */
 static char *main_tp;
 
@@ -137,8 +138,7 @@ static const char *gate(void)
 	    F(main_tp, L->robust_head + 8, long) != -32 ||
 	    F(main_tp, L->list, void *) == NULL || resp_off >= 0)
 		return "the main thread's descriptor does not match the known layout";
-	size_t align;
-	get_tls_static_info(&static_size, &align);
+	get_tls_static_info(&static_size, &static_align);
 	return NULL;
 }
 
@@ -274,9 +274,25 @@ static void block_init(char *tp)
 	F(tp, resp_off, char *) = tp + L->res;
 }
 
+/* With the `ldt` switch method a block goes below 4 GiB (a segment base is
+ * 32 bits), laid out as NPTL lays one out at the top of its stacks: the
+ * static TLS area, then the descriptor at the aligned thread pointer. */
+static char *low_block(void)
+{
+	size_t a = static_align < 64 ? 64 : static_align;
+	size_t size = (static_size + 2 * a - 1) & ~(a - 1);
+	char *mem = ctx_tls_low_alloc(size, a);
+	if (mem == NULL)
+		return NULL;
+	char *tp = (char *)(((uintptr_t)mem + size - L->sizeof_pthread) & ~(uintptr_t)(a - 1));
+	return allocate_tls(tp);   /* fresh zero pages: only the DTV is malloc'ed */
+}
+
 void *tls_block_new(void)
 {
-	char *tp = allocate_tls(NULL);
+	char *tp = low_block();
+	if (tp == NULL)
+		tp = allocate_tls(NULL);
 	if (tp == NULL)
 		return NULL;
 	block_init(tp);
@@ -404,7 +420,14 @@ void tls_after_dlopen(void)
 
 /* ---- mode --------------------------------------------------------------------------------- */
 
-void tls_mode_init(bool want_per_thread)
+static char mode_name[32] = "shared";
+
+const char *tls_mode_name(void)
+{
+	return mode_name;
+}
+
+void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 {
 	if (!want_per_thread)
 		return;
@@ -419,7 +442,17 @@ void tls_mode_init(bool want_per_thread)
 		}
 		return;
 	}
-	ctx_tls_setup();
+	const char *no = NULL;
+	enum ctx_tls_switch got = ctx_tls_setup(sw, &no);
+	if (no) {
+		char buf[256];
+		int n = snprintf(buf, sizeof buf, "libppl: TLS switch %s unavailable (%s); using %s\n",
+				 ctx_tls_switch_name(sw), no, ctx_tls_switch_name(got));
+		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+			/* nothing more to say */
+		}
+	}
+	snprintf(mode_name, sizeof mode_name, "per-thread/%s", ctx_tls_switch_name(got));
 	mark_all_done(modules());
 	tls_per_thread = true;
 	libc_cancel_init();

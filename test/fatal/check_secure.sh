@@ -11,7 +11,7 @@ dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 cp "$prog" "$dir/secure" && chown nobody:"$(id -gn nobody)" "$dir/secure" &&
 	chmod 6755 "$dir/secure" || exit 1
-err=$(env PPL_VPS=0 PPL_STACK_SIZE=20000 PPL_STATS=1 PPL_TLS=mine PPL_DEBUG=9 \
+err=$(env PPL_VPS=0 PPL_STACK_SIZE=20000 PPL_STATS=1 PPL_TLS=mine PPL_TLS_SWITCH=fast PPL_TLS_LDT_AFTER=-1 PPL_DEBUG=9 \
 	PPL_TIMESLICE_US=50 PPL_DEADLOCK=maybe PPL_VP_BACKEND=fibers \
 	"$dir/secure" 2>&1 >"$dir/out")
 st=$?

@@ -27,11 +27,48 @@ void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *ar
 	f[20] = 0;  /* FPCR default: round to nearest, no traps, IEEE mode */
 	c->sp = f;
 	c->tls = NULL;
+	c->tls_sel = 0;
 }
 
-bool ctx_tls_setup(void)
+#define NAME_INSN "msr"
+static enum ctx_tls_switch tls_method = CTX_TLS_INSN;
+
+enum ctx_tls_switch ctx_tls_setup(enum ctx_tls_switch want, const char **why)
 {
-	return true;   /* TPIDR_EL0 is always writable from user mode */
+	/* TPIDR_EL0 is always writable from user mode: the only way. */
+	if (want != CTX_TLS_AUTO && want != CTX_TLS_INSN && why)
+		*why = "AArch64 writes TPIDR_EL0";
+	return tls_method;
+}
+
+enum ctx_tls_switch ctx_tls_switch_in_use(void)
+{
+	return tls_method;
+}
+
+const char *ctx_tls_switch_name(enum ctx_tls_switch m)
+{
+	return m == CTX_TLS_INSN ? NAME_INSN : m == CTX_TLS_SYSCALL ? "arch_prctl" : m == CTX_TLS_LDT ? "ldt" : "auto";
+}
+
+void *ctx_tls_low_alloc(size_t size, size_t align)
+{
+	return NULL;   /* no LDT method here */
+}
+
+unsigned ctx_tls_selector(void *tp)
+{
+	return 0;
+}
+
+bool ctx_tls_selectable(const void *tp)
+{
+	return false;
+}
+
+unsigned ctx_tls_selectors_used(void)
+{
+	return 0;
 }
 
 void *ctx_tls_self(void)

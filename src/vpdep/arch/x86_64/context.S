@@ -133,17 +133,27 @@ ctx_switch_call:
 /* ---- per-thread TLS variants ----------------------------------------------
  *
  * Same frames; in addition, to->tls (struct ctx offset 8) becomes the FS base
- * before the frame is popped (and before fn runs).  wrfsbase costs a few
- * cycles; without FSGSBASE (AT_HWCAP2 bit 1) the kernel's arch_prctl does
- * it.  The choice is a byte set once by ctx_tls_setup: a well-predicted
- * branch, which is cheaper than an indirect call.
+ * before the frame is popped (and before fn runs), one of three ways, chosen
+ * once by ctx_tls_setup (tls_switch.c):
+ *  - to->tls_sel (offset 16) nonzero (the `ldt` method): load that LDT
+ *    selector into %fs; the CPU takes the base from the entry, which
+ *    tls_switch.c wrote once for this block (a base below 4 GiB);
+ *  - else, with FSGSBASE (ctx_have_wrfsbase): wrfsbase, a few cycles;
+ *  - else the kernel's arch_prctl(ARCH_SET_FS), which also sets the %fs
+ *    selector to 0.
+ * Well-predicted branches, cheaper than an indirect call.
  *
- * SET_FS: FS base := %rax.  Clobbers %rax, %rdi, %rsi, %rcx, %r11 and %rdx
- * on the system-call path; callers keep what they need in callee-saved
- * registers, which are dead here (the frame saved them, the pop restores
- * to's). */
+ * SET_FS: FS base := %rax, %rsi = to.  Clobbers %rax, %rdi, %rsi, %rcx, %r11
+ * and %rdx on the system-call path; callers keep what they need in
+ * callee-saved registers, which are dead here (the frame saved them, the pop
+ * restores to's). */
 .macro SET_FS
-	cmpb	$0, ctx_have_wrfsbase(%rip)
+	movl	16(%rsi), %ecx
+	testl	%ecx, %ecx
+	jz	3f
+	movw	%cx, %fs
+	jmp	2f
+3:	cmpb	$0, ctx_have_wrfsbase(%rip)
 	je	1f
 	wrfsbase %rax
 	jmp	2f

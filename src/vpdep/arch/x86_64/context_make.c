@@ -1,7 +1,6 @@
 /* Initial frame of a fresh x86_64 context; the layout is the table at the
  * top of context.S, which this file must match word for word. */
 #include <stdint.h>
-#include <sys/auxv.h>
 
 #include "context.h"
 
@@ -37,17 +36,7 @@ void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *ar
 	f[7] = (uint64_t)(uintptr_t)ctx_trampoline;
 	c->sp = f;
 	c->tls = NULL;
-}
-
-/* Read by context.S's SET_FS: nonzero when wrfsbase may be used. */
-unsigned char ctx_have_wrfsbase __attribute__((visibility("hidden")));
-
-bool ctx_tls_setup(void)
-{
-	/* HWCAP2_FSGSBASE (bit 1): the kernel has set CR4.FSGSBASE, so the
-	 * instruction works in user mode (Linux 5.9 and later). */
-	ctx_have_wrfsbase = (getauxval(AT_HWCAP2) & 2) != 0;
-	return ctx_have_wrfsbase;
+	c->tls_sel = 0;
 }
 
 void *ctx_tls_self(void)
