@@ -41,7 +41,7 @@ int futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abst
 	if (clk == CLOCK_PROCESS_CPUTIME_ID || clk == CLOCK_THREAD_CPUTIME_ID || clk < 0)
 		return EINVAL;
 	struct timespec now;
-	if (clock_gettime(clk, &now) != 0)
+	if (vp_clock_gettime(clk, &now) != 0)
 		return EINVAL;
 	int64_t left = timespec_to_ns(abstime) - timespec_to_ns(&now);
 	if (left <= 0)

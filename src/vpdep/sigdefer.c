@@ -64,7 +64,7 @@ static void hand_back(int sig)
 		return;
 	if (si.si_code >= 0 || si.si_code == SI_TKILL ||
 	    syscall(SYS_rt_sigqueueinfo, getpid(), sig, &si) != 0)
-		kill(getpid(), sig);
+		syscall(SYS_kill, getpid(), sig);   /* not libppl's kill */
 }
 
 /* vp_crit_leave: the last lock is gone and signals were put off.  Unblock

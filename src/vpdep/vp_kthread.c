@@ -3,7 +3,7 @@
  *
  * libppl itself exports pthread_create and the pthread_attr_* functions, with
  * its own object layouts, so every C library thread function used here is
- * the next definition after ours, looked up with dlsym(RTLD_NEXT).  A plain
+ * the next definition after ours, looked up by vp_libc_fn.  A plain
  * call would create a user-level thread (or recurse).  The lookups run on
  * first use, not in a constructor: a VP is first created long after the
  * dynamic loader is done, and a foreign thread may need vp_kthread_stack
@@ -44,19 +44,11 @@ static const char *const names[REAL_COUNT] = {
 
 static void *_Atomic real[REAL_COUNT];
 
-/* dlsym is idempotent, so racing first callers just store the same value;
- * release/acquire publishes it to callers on other kernel threads. */
+/* Without the C library's threads there is no kernel thread to run on:
+ * a missing one is fatal (vp_libc_fn). */
 static void *resolve(int i)
 {
-	void *f = atomic_load_explicit(&real[i], memory_order_acquire);
-	if (ppl_likely(f != NULL))
-		return f;
-	f = dlsym(RTLD_NEXT, names[i]);
-	/* Without the C library's threads there is no kernel thread to run on. */
-	if (f == NULL)
-		abort();
-	atomic_store_explicit(&real[i], f, memory_order_release);
-	return f;
+	return vp_libc_fn(&real[i], names[i], NULL);
 }
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);

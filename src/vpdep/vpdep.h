@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <signal.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "context.h"
@@ -141,6 +142,12 @@ int vp_helper_create(void (*fn)(void *), void *arg);
 int vp_kernel_state(struct vp *vp);
 /* Kernel threads in the calling process, or -1 if unknown. */
 int vp_process_kthreads(void);
+/* Give a kernel thread the name `name` (at most 15 bytes): tid 0 is the
+ * calling one.  No cancellation point.  0 or errno. */
+int vp_kthread_set_name(int tid, const char *name);
+/* The process's name as the kernel has it (/proc/self/comm, without the
+ * newline) into buf.  No cancellation point.  0 or errno. */
+int vp_process_name(char *buf, size_t len);
 
 /* A kernel thread's own stack, as the C library knows it now (for the
  * initial thread: from RLIMIT_STACK and /proc/self/maps at each call).
@@ -233,8 +240,30 @@ bool vp_uaccess_fixup(void *uc);
 /* Whether that handler is installed: vp_sigaction(SIGSEGV) turns it off. */
 void vp_uaccess_arm(bool on);
 
+/* ---- libppl's own output and the C library's functions -------------------
+ * Nothing in libppl calls a function it exports (write, clock_gettime,
+ * dlopen, kill, ...) by its plain name: that call would bind to libppl's
+ * own definition (a cancellation point, or vpindep code under vpdep) or to
+ * the program's.  test/abi/check_self_binding.sh fails the build's tests if
+ * libppl.so has such a relocation. */
+
+/* Write all n bytes of buf to fd with raw system calls (libppl's messages):
+ * never a cancellation point; retried after EINTR and short counts; errno
+ * kept.  0 or errno. */
+int vp_write(int fd, const void *buf, size_t n);
+/* One gathered write, so that the pieces of a message stay together. */
+int vp_writev(int fd, const struct iovec *iov, int cnt);
+/* The C library's `name` (at `version` if not NULL and the C library has
+ * it), the next definition after libppl's: resolved on first use and
+ * cached in *slot.  Missing, it is fatal (one line, abort). */
+void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version);
+/* The same lookup, uncached; NULL if missing. */
+void *vp_libc_lookup(const char *name, const char *version);
+
 /* ---- clocks --------------------------------------------------------------- */
 
+/* The C library's clock_gettime (its vDSO path), not libppl's export. */
+int vp_clock_gettime(clockid_t clk, struct timespec *ts);
 int64_t clock_now_ns(clockid_t clk);
 int64_t timespec_to_ns(const struct timespec *ts);
 struct timespec ns_to_timespec(int64_t ns);

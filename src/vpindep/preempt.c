@@ -282,9 +282,8 @@ void preempt_vp_start(struct vproc *v)
 			int n = snprintf(buf, sizeof buf,
 					 "libppl: VP %d: no preemption timer (%s); threads there "
 					 "run until they block or yield\n", v->vp.id, strerror(err));
-			if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-				/* stderr is gone */
-			}
+			if (n > 0)
+				vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 		}
 	}
 }

@@ -29,9 +29,8 @@ void ppl_stats_report(void)
 			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu preemptions=%lu "
 			 "preemptions-deferred=%lu\n",
 			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(), pe, pd);
-	if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-		/* nothing to do */
-	}
+	if (n > 0)
+		vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 PPL_API void ppl_stats_print(void)

@@ -568,19 +568,12 @@ int ppl_pthread_setname_np(pthread_t th, const char *name)
 	 * docs/posix.md), or the kernel thread a bound or foreign thread
 	 * has to itself. */
 	if (t == ult_self())
-		return prctl(PR_SET_NAME, t->name) == 0 ? 0 : errno;
+		return vp_kthread_set_name(0, t->name);
 	int tid = t->foreign ? t->ktid
 		: t->bound && t->home ? atomic_load_explicit(&t->home->vp.tid, memory_order_acquire) : 0;
 	if (tid == 0)
 		return 0;
-	char path[64];
-	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	int err = write(fd, t->name, n) == (ssize_t)n ? 0 : errno;
-	close(fd);
-	return err;
+	return vp_kthread_set_name(tid, t->name);
 }
 
 int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
@@ -595,18 +588,7 @@ int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
 		return 0;
 	}
 	/* Unnamed: like a fresh kernel thread, it carries the program's name.
-	 * Raw system calls: not a cancellation point, as in glibc. */
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	ssize_t r = syscall(SYS_read, fd, buf, len - 1);
-	int err = r < 0 ? errno : 0;
-	(void)syscall(SYS_close, fd);
-	if (err)
-		return err;
-	if (r > 0 && buf[r - 1] == '\n')
-		r--;
-	buf[r] = '\0';
-	return 0;
+	 * Not a cancellation point, as in glibc. */
+	return vp_process_name(buf, len);
 }
 

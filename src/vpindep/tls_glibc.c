@@ -414,9 +414,8 @@ void tls_mode_init(bool want_per_thread)
 		int n = snprintf(buf, sizeof buf,
 				 "libppl: per-thread TLS unavailable (%s, glibc %s); using shared TLS\n",
 				 why, gnu_get_libc_version());
-		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-			/* nothing more to say */
-		}
+		if (n > 0)
+			vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 		return;
 	}
 	ctx_tls_setup();
