@@ -91,3 +91,20 @@ int vp_gettid(void)
 {
 	return (int)syscall(SYS_gettid);
 }
+
+int futex_wait_word(_Atomic uint32_t *addr, uint32_t val, bool shared,
+		    const struct timespec *abstime, clockid_t clk)
+{
+	int op = FUTEX_WAIT_BITSET | (shared ? 0 : FUTEX_PRIVATE_FLAG);
+	if (abstime && clk == CLOCK_REALTIME)
+		op |= FUTEX_CLOCK_REALTIME;
+	return futex_sys(addr, op, val, abstime, FUTEX_BITSET_MATCH_ANY);
+}
+
+void futex_wake_word(_Atomic uint32_t *addr, int n, bool shared)
+{
+	int saved = errno;
+	(void)futex_sys(addr, FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG),
+			(uint32_t)(n < 0 ? INT_MAX : n), NULL, 0);
+	errno = saved;
+}

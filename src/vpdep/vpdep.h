@@ -12,7 +12,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -149,6 +151,47 @@ int vp_kthread_set_name(int tid, const char *name);
  * newline) into buf.  No cancellation point.  0 or errno. */
 int vp_process_name(char *buf, size_t len);
 
+/* ---- kernel threads and the process by id (task.c) -------------------------
+ * vpindep makes no system call of its own: what it asks of a kernel thread
+ * or of the process goes through these.  `task` is a kernel thread id (a
+ * VP's vp_kthread_id, a foreign thread's vp_gettid), a process id, or 0 for
+ * the calling kernel thread.  The kernel's conventions: -1 and errno. */
+int vp_task_setscheduler(pid_t task, int policy, const struct sched_param *p);
+int vp_task_setparam(pid_t task, const struct sched_param *p);
+int vp_task_getscheduler(pid_t task);
+int vp_task_getparam(pid_t task, struct sched_param *p);
+/* The size in bytes of the mask the kernel wrote (not 0 as glibc's), or -1. */
+long vp_task_getaffinity(pid_t task, size_t size, void *set);
+int vp_task_setaffinity(pid_t task, size_t size, const void *set);
+/* `sig` to the kernel thread tid of this process (tgkill): 0 or -1/errno. */
+int vp_kthread_kill(pid_t tid, int sig);
+/* `sig` with *si to the kernel thread tid of this process
+ * (rt_tgsigqueueinfo; the kernel takes si_code < 0 only): 0 or -1/errno. */
+int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si);
+/* This process's id: the owner token of process-shared objects, fork
+ * stamps, si_pid of the signals libppl makes. */
+pid_t vp_process_id(void);
+/* True on the process's initial kernel thread. */
+bool vp_is_initial_kthread(void);
+/* The calling kernel thread sleeps (clock_nanosleep's arguments): 0 or errno. */
+int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
+/* The calling kernel thread gives its CPU to another (sched_yield). */
+void vp_kthread_yield(void);
+/* Unregister the calling kernel thread's rseq area (the C library's
+ * registration, whose signature is sig): 0 or errno. */
+int vp_rseq_unregister(void *area, uint32_t size, uint32_t sig);
+/* vp's kernel thread id (0 before it started: vp_create), and whether vp
+ * is inside libppl's spin locks now (sigdefer.c; read on vp's own kernel
+ * thread, in a signal handler). */
+static inline pid_t vp_kthread_id(struct vp *vp)
+{
+	return atomic_load_explicit(&vp->tid, memory_order_acquire);
+}
+static inline bool vp_in_crit(const struct vp *vp)
+{
+	return vp->crit != 0;
+}
+
 /* A kernel thread's own stack, as the C library knows it now (for the
  * initial thread: from RLIMIT_STACK and /proc/self/maps at each call).
  * handle: vp_kthread_handle() of the thread, or 0 for the caller's.  0 or errno. */
@@ -219,6 +262,13 @@ int futex_wait_shared(_Atomic uint32_t *addr, uint32_t val, const struct timespe
 int futex_wait_either(_Atomic uint32_t *addr, uint32_t val, _Atomic uint32_t *intr,
 		      uint32_t intr_val, const struct timespec *abstime);
 void futex_wake_shared(_Atomic uint32_t *addr, int n);
+/* A word that is process-private (shared false) or may be waited on from
+ * other processes (sem_t's value word): wait while *addr == val until the
+ * absolute abstime on clk (CLOCK_REALTIME or CLOCK_MONOTONIC; NULL: none);
+ * 0 or errno (EAGAIN, EINTR, ETIMEDOUT, ...).  Wake n (< 0: all), errno kept. */
+int futex_wait_word(_Atomic uint32_t *addr, uint32_t val, bool shared,
+		    const struct timespec *abstime, clockid_t clk);
+void futex_wake_word(_Atomic uint32_t *addr, int n, bool shared);
 /* Register the calling kernel thread's robust-mutex list with the kernel
  * (set_robust_list): at the thread's death the kernel marks each listed
  * lock word that holds its tid FUTEX_OWNER_DIED and wakes a waiter.

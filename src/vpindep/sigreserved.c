@@ -87,7 +87,7 @@ static void *_Atomic next_tgkill;
 
 int ppl_kill(pid_t pid, int sig)
 {
-	if (sig_reserved(sig) && pid == getpid())
+	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
 	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
 }
@@ -101,7 +101,7 @@ int ppl_raise(int sig)
 
 int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 {
-	if (sig_reserved(sig) && pid == getpid())
+	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
 	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
 		pid, sig, value);
@@ -109,7 +109,7 @@ int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 
 int ppl_tgkill(pid_t tgid, pid_t tid, int sig)
 {
-	if (sig_reserved(sig) && tgid == getpid())
+	if (sig_reserved(sig) && tgid == vp_process_id())
 		return refuse();
 	return ((int (*)(pid_t, pid_t, int))ppl_next_fn(&next_tgkill, "tgkill"))(tgid, tid, sig);
 }

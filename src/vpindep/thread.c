@@ -7,12 +7,10 @@
  * orders the exit against join and detach.  TCBs are pooled, never freed,
  * so a stale pthread_t still points at a TCB (state FREE gives ESRCH). */
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mutex_robust.h"
@@ -155,7 +153,7 @@ static void foreign_release(void *arg)
 
 static bool is_main_kthread(void)
 {
-	return syscall(SYS_gettid) == getpid();
+	return vp_is_initial_kthread();
 }
 
 struct ult *ult_foreign_self(void) PPL_HIDDEN;
@@ -171,7 +169,7 @@ struct ult *ult_foreign_self(void)
 		if (t == NULL)
 			ppl_fatal("out of memory for the TCB of a kernel thread");
 		t->foreign = true;
-		t->ktid = (int)syscall(SYS_gettid);
+		t->ktid = vp_gettid();
 		__cxa_thread_atexit_impl(foreign_release, t, &__dso_handle);
 	}
 	foreign_tcb = t;
@@ -570,7 +568,7 @@ int ppl_pthread_setname_np(pthread_t th, const char *name)
 	if (t == ult_self())
 		return vp_kthread_set_name(0, t->name);
 	int tid = t->foreign ? t->ktid
-		: t->bound && t->home ? atomic_load_explicit(&t->home->vp.tid, memory_order_acquire) : 0;
+		: t->bound && t->home ? vp_kthread_id(&t->home->vp) : 0;
 	if (tid == 0)
 		return 0;
 	return vp_kthread_set_name(tid, t->name);

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -132,7 +131,7 @@ static const char *gate(void)
 	/* The main thread's descriptor, which glibc filled itself. */
 	main_tp = ctx_tls_self();
 	resp_off = resp - main_tp;
-	if (F(main_tp, 16, char *) != main_tp || F(main_tp, L->tid, pid_t) != getpid() ||
+	if (F(main_tp, 16, char *) != main_tp || F(main_tp, L->tid, pid_t) != vp_process_id() ||
 	    F(main_tp, L->robust_head, char *) != main_tp + L->robust_head ||
 	    F(main_tp, L->robust_head + 8, long) != -32 ||
 	    F(main_tp, L->list, void *) == NULL || resp_off >= 0)
@@ -312,8 +311,7 @@ void tls_adopt_main(void)
 	int32_t *cpu_id = &F(main_tp, rseq_off + 4, int32_t);
 	const unsigned *rsize = dlsym(RTLD_DEFAULT, "__rseq_size");
 	if (*cpu_id >= 0 && rsize != NULL && *rsize != 0 &&
-	    syscall(SYS_rseq, main_tp + rseq_off, *rsize, 1 /* RSEQ_FLAG_UNREGISTER */,
-		    0x53053053 /* glibc's RSEQ_SIG on x86 */) == 0)
+	    vp_rseq_unregister(main_tp + rseq_off, *rsize, 0x53053053 /* glibc's RSEQ_SIG on x86 */) == 0)
 		*cpu_id = -2;
 }
 
