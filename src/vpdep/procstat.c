@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "vp_backend.h"
 #include "vpdep.h"
 
 /* Read a /proc file into buf (NUL-terminated).  Length or -1. */
@@ -42,8 +43,8 @@ int vp_kernel_state(struct vp *vp)
 	if (tid <= 0)
 		return 0;
 	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-	if (read_proc(path, buf, sizeof buf) < 0)
+	if (vp_backend_ops()->task_path(tid, "stat", path, sizeof path) != 0 ||
+	    read_proc(path, buf, sizeof buf) < 0)
 		return 0;
 	const char *p = after_comm(buf);
 	return p != NULL ? *p : 0;
@@ -72,13 +73,15 @@ int vp_kthread_set_name(int tid, const char *name)
 	if (tid == 0)
 		return syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) == 0 ? 0 : errno;
 	char path[64];
-	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+	int err = vp_backend_ops()->task_path(tid, "comm", path, sizeof path);
+	if (err)
+		return err;
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
 	size_t n = strlen(name);
 	long r = syscall(SYS_write, (int)fd, name, n);
-	int err = r == (long)n ? 0 : r < 0 ? errno : EIO;
+	err = r == (long)n ? 0 : r < 0 ? errno : EIO;
 	syscall(SYS_close, (int)fd);
 	return err;
 }

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "vp_backend.h"
 #include "vpdep.h"
 
 int vp_task_setscheduler(pid_t task, int policy, const struct sched_param *p)
@@ -41,14 +42,22 @@ int vp_task_setaffinity(pid_t task, size_t size, const void *set)
 	return (int)syscall(SYS_sched_setaffinity, task, size, set);
 }
 
+static int minus_errno(int err)
+{
+	if (err == 0)
+		return 0;
+	errno = err;
+	return -1;
+}
+
 int vp_kthread_kill(pid_t tid, int sig)
 {
-	return (int)syscall(SYS_tgkill, getpid(), tid, sig);
+	return minus_errno(vp_backend_ops()->kill(tid, sig));
 }
 
 int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si)
 {
-	return (int)syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, si);
+	return minus_errno(vp_backend_ops()->sigqueue(tid, sig, si));
 }
 
 pid_t vp_process_id(void)

@@ -64,6 +64,17 @@ struct vp_backend {
 	void (*adopt)(struct vp *vp);   /* set vp->handle to the calling kernel thread */
 	/* start a detached kernel thread running fn(arg) that is not a VP */
 	int (*helper)(void (*fn)(void *), void *arg);
+	/* How the process's kernel threads are addressed (kthread: one thread
+	 * group, tgkill(getpid(), tid); a backend whose VPs are processes
+	 * differs here and nowhere else).  Each returns 0 or errno. */
+	int (*kill)(pid_t tid, int sig);                    /* one kernel thread */
+	int (*sigqueue)(pid_t tid, int sig, siginfo_t *si); /* the same, with *si */
+	/* to the process (any kernel thread that takes sig), with *si if the
+	 * kernel accepts it (si NULL: a plain kill) */
+	int (*kill_process)(int sig, siginfo_t *si);
+	bool (*ours)(pid_t pid);   /* si_pid names one of the process's VPs */
+	/* the /proc file `leaf` (stat, comm) of kernel thread tid into buf */
+	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
