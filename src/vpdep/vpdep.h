@@ -288,6 +288,25 @@ int futex_robust_register(void *head, size_t len);
 /* The calling kernel thread's tid. */
 int vp_gettid(void);
 
+/* ---- user-thread stack memory (stackmem.c) ---------------------------------
+ * A backend whose VPs are processes must map stacks shared: vpindep's
+ * stack.c asks here for the memory and keeps the caches itself. */
+
+/* A fresh read-write stack mapping of `bytes` (NORESERVE), or NULL with
+ * errno (ENOMEM: try a smaller one). */
+void *vp_stack_map(size_t bytes);
+void vp_stack_unmap(void *lo, size_t bytes);
+/* Make [lo, lo+len) a guard (any access faults): 0 or errno. */
+int vp_stack_guard(void *lo, size_t len);
+/* Remove a guard so that its page tables can go back to the kernel; false
+ * if guards cannot be removed that way (they are mprotect'ed). */
+bool vp_stack_guard_remove(void *lo, size_t len);
+/* Give the pages of [lo, lo+len) back (they read as zeros afterwards). */
+void vp_stack_release(void *lo, size_t len);
+/* RLIMIT_STACK and RLIMIT_AS (soft) in bytes, 0 if unlimited or unknown. */
+size_t vp_limit_stack(void);
+size_t vp_limit_address_space(void);
+
 /* ---- memory the application passed by pointer (uaccess.c) -----------------
  * Copies that fail with EFAULT, as the kernel's would, where the
  * application's pointer is bad (NULL, unmapped, unreadable), instead of
