@@ -209,12 +209,17 @@ static inline bool vp_in_crit(const struct vp *vp)
 int vp_kthread_stack(uintptr_t handle, void **lo, size_t *size);
 /* The calling kernel thread, as the C library names it (its pthread_t). */
 uintptr_t vp_kthread_handle(void);
-/* Make the credential system call nr(a0, a1, a2) (setuid, setresgid,
+/* The credential system calls vp_setxid makes. */
+enum vp_xid {
+	VP_SETUID, VP_SETGID, VP_SETREUID, VP_SETREGID,
+	VP_SETRESUID, VP_SETRESGID, VP_SETGROUPS,
+};
+/* Make the credential system call op(a0, a1, a2) (setuid, setresgid,
  * setgroups, ...) on the calling kernel thread and on every other kernel
  * thread of the process (setxid.c).  Returns 0 or the caller's errno; a
  * kernel thread whose result differs from the caller's (which glibc treats
  * as fatal) is reported in *bad_tid and its errno in *bad_err (0 if none). */
-int vp_setxid(long nr, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err);
+int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
 
