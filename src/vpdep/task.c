@@ -80,7 +80,19 @@ void vp_kthread_yield(void)
 	syscall(SYS_sched_yield);
 }
 
-int vp_rseq_unregister(void *area, uint32_t size, uint32_t sig)
+/* glibc's RSEQ_SIG (sysdeps/unix/sysv/linux/<cpu>/bits/rseq.h): the kernel
+ * unregisters an area only with the signature it was registered with. */
+#if defined(__x86_64__)
+#define RSEQ_SIG 0x53053053u
+#elif defined(__aarch64__) && !defined(__AARCH64EB__)
+#define RSEQ_SIG 0xd428bc00u   /* BRK #0x45E0 */
+#elif defined(__aarch64__)
+#define RSEQ_SIG 0x00bc28d4u
+#else
+#error "add the C library's RSEQ_SIG for this architecture"
+#endif
+
+int vp_rseq_unregister(void *area, uint32_t size)
 {
-	return syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, sig) == 0 ? 0 : errno;
+	return syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 ? 0 : errno;
 }

@@ -188,9 +188,9 @@ bool vp_is_initial_kthread(void);
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
 /* The calling kernel thread gives its CPU to another (sched_yield). */
 void vp_kthread_yield(void);
-/* Unregister the calling kernel thread's rseq area (the C library's
- * registration, whose signature is sig): 0 or errno. */
-int vp_rseq_unregister(void *area, uint32_t size, uint32_t sig);
+/* Unregister the calling kernel thread's rseq area of `size` bytes (the
+ * C library's registration, with its signature for this CPU): 0 or errno. */
+int vp_rseq_unregister(void *area, uint32_t size);
 /* vp's kernel thread id (0 before it started: vp_create), and whether vp
  * is inside libppl's spin locks now (sigdefer.c; read on vp's own kernel
  * thread, in a signal handler). */

@@ -311,7 +311,7 @@ void tls_adopt_main(void)
 	int32_t *cpu_id = &F(main_tp, rseq_off + 4, int32_t);
 	const unsigned *rsize = dlsym(RTLD_DEFAULT, "__rseq_size");
 	if (*cpu_id >= 0 && rsize != NULL && *rsize != 0 &&
-	    vp_rseq_unregister(main_tp + rseq_off, *rsize, 0x53053053 /* glibc's RSEQ_SIG on x86 */) == 0)
+	    vp_rseq_unregister(main_tp + rseq_off, *rsize) == 0)
 		*cpu_id = -2;
 }
 
