@@ -27,18 +27,13 @@
 
 enum { DL_OPEN, DL_MOPEN };
 
-static void *(*_Atomic real_fn[2])(void);
+static void *_Atomic real_fn[2];
 static const char *const real_name[2] = { "dlopen", "dlmopen" };
 
 /* The C library's default version (GLIBC_2.34 on glibc 2.36). */
 static void *(*real(int which))(void)
 {
-	void *(*fn)(void) = real_fn[which];
-	if (fn == NULL) {
-		fn = (void *(*)(void))dlsym(RTLD_NEXT, real_name[which]);
-		real_fn[which] = fn;
-	}
-	return fn;
+	return (void *(*)(void))ppl_next_fn(&real_fn[which], real_name[which]);
 }
 
 /* ---- the gadget -------------------------------------------------------------------------- */

@@ -4,11 +4,9 @@
 #include <stdlib.h>
 
 #include "../vpindep/vpindep.h"
-#include "real.h"
 
 __attribute__((constructor)) static void preload_start(void)
 {
-	real_init();
 	ppl_init();
 	/* Registered before main, so it runs after the program's own atexit
 	 * handlers: the counters include their work. */

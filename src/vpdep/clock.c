@@ -9,12 +9,19 @@
 
 #define NS_PER_S 1000000000LL
 
+int vp_clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	static void *_Atomic slot;
+	return ((int (*)(clockid_t, struct timespec *))vp_libc_fn(&slot, "clock_gettime", NULL))(
+		clk, ts);
+}
+
 int64_t clock_now_ns(clockid_t clk)
 {
 	struct timespec ts;
 	/* Callers pass only clocks they validated: failing here is a libppl
 	 * bug, and no value returned would be safe to compute a deadline with. */
-	if (ppl_unlikely(clock_gettime(clk, &ts) != 0))
+	if (ppl_unlikely(vp_clock_gettime(clk, &ts) != 0))
 		abort();
 	return timespec_to_ns(&ts);
 }

@@ -41,7 +41,7 @@ int futex_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abst
 	if (clk == CLOCK_PROCESS_CPUTIME_ID || clk == CLOCK_THREAD_CPUTIME_ID || clk < 0)
 		return EINVAL;
 	struct timespec now;
-	if (clock_gettime(clk, &now) != 0)
+	if (vp_clock_gettime(clk, &now) != 0)
 		return EINVAL;
 	int64_t left = timespec_to_ns(abstime) - timespec_to_ns(&now);
 	if (left <= 0)
@@ -90,4 +90,21 @@ int futex_robust_register(void *head, size_t len)
 int vp_gettid(void)
 {
 	return (int)syscall(SYS_gettid);
+}
+
+int futex_wait_word(_Atomic uint32_t *addr, uint32_t val, bool shared,
+		    const struct timespec *abstime, clockid_t clk)
+{
+	int op = FUTEX_WAIT_BITSET | (shared ? 0 : FUTEX_PRIVATE_FLAG);
+	if (abstime && clk == CLOCK_REALTIME)
+		op |= FUTEX_CLOCK_REALTIME;
+	return futex_sys(addr, op, val, abstime, FUTEX_BITSET_MATCH_ANY);
+}
+
+void futex_wake_word(_Atomic uint32_t *addr, int n, bool shared)
+{
+	int saved = errno;
+	(void)futex_sys(addr, FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG),
+			(uint32_t)(n < 0 ? INT_MAX : n), NULL, 0);
+	errno = saved;
 }

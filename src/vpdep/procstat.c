@@ -1,14 +1,18 @@
 /* The kernel's view of the process's threads, read from /proc with raw
- * system calls: libppl interposes open and read, and these run on the
- * monitor of blocking calls, which must never block on libppl itself.
- * Everything here is a hint for heuristics: the answer may be stale by
- * the time the caller looks at it. */
+ * system calls: libppl interposes read and write (cancellation points),
+ * and these run on the monitor of blocking calls, which must never block
+ * on libppl itself.  The states are hints for heuristics: the answer may
+ * be stale by the time the caller looks at it.  Kernel thread names too:
+ * pthread_setname_np and pthread_getname_np are no cancellation points. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "vp_backend.h"
 #include "vpdep.h"
 
 /* Read a /proc file into buf (NUL-terminated).  Length or -1. */
@@ -39,8 +43,8 @@ int vp_kernel_state(struct vp *vp)
 	if (tid <= 0)
 		return 0;
 	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-	if (read_proc(path, buf, sizeof buf) < 0)
+	if (vp_backend_ops()->task_path(tid, "stat", path, sizeof path) != 0 ||
+	    read_proc(path, buf, sizeof buf) < 0)
 		return 0;
 	const char *p = after_comm(buf);
 	return p != NULL ? *p : 0;
@@ -62,4 +66,40 @@ int vp_process_kthreads(void)
 	if (p == NULL || sscanf(p, "%d", &n) != 1)
 		return -1;
 	return n;
+}
+
+int vp_kthread_set_name(int tid, const char *name)
+{
+	if (tid == 0)
+		return syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) == 0 ? 0 : errno;
+	char path[64];
+	int err = vp_backend_ops()->task_path(tid, "comm", path, sizeof path);
+	if (err)
+		return err;
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	size_t n = strlen(name);
+	long r = syscall(SYS_write, (int)fd, name, n);
+	err = r == (long)n ? 0 : r < 0 ? errno : EIO;
+	syscall(SYS_close, (int)fd);
+	return err;
+}
+
+int vp_process_name(char *buf, size_t len)
+{
+	if (len == 0)
+		return ERANGE;
+	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	long r = syscall(SYS_read, (int)fd, buf, len - 1);
+	int err = r < 0 ? errno : 0;
+	syscall(SYS_close, (int)fd);
+	if (err)
+		return err;
+	if (r > 0 && buf[r - 1] == '\n')
+		r--;
+	buf[r] = '\0';
+	return 0;
 }

@@ -168,8 +168,16 @@ static long scan(struct xid_task **t, size_t *n, size_t *cap)
 	return added;
 }
 
-int vp_setxid(long nr, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err)
+static const long xid_nr[] = {
+	[VP_SETUID] = SYS_setuid,       [VP_SETGID] = SYS_setgid,
+	[VP_SETREUID] = SYS_setreuid,   [VP_SETREGID] = SYS_setregid,
+	[VP_SETRESUID] = SYS_setresuid, [VP_SETRESGID] = SYS_setresgid,
+	[VP_SETGROUPS] = SYS_setgroups,
+};
+
+int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err)
 {
+	long nr = xid_nr[op];
 	*bad_tid = 0;
 	*bad_err = 0;
 	xid_install();

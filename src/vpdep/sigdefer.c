@@ -20,6 +20,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "vp_backend.h"
 #include "vpdep.h"
 
 /* glibc's own sigaction, under the name libppl does not interpose. */
@@ -45,8 +46,9 @@ bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
 	memcpy(&again, si, sizeof again);
 	/* To ourselves, so the kernel accepts any si_code (rt_tgsigqueueinfo(2)). */
 	pid_t tid = (pid_t)syscall(SYS_gettid);
-	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &again) != 0)
-		syscall(SYS_tgkill, getpid(), tid, sig);   /* the queue is full: no siginfo */
+	const struct vp_backend *b = vp_backend_ops();
+	if (b->sigqueue(tid, sig, &again) != 0)
+		b->kill(tid, sig);   /* the queue is full: no siginfo */
 	errno = saved;
 	return true;
 }
@@ -62,9 +64,7 @@ static void hand_back(int sig)
 	siginfo_t si;
 	if (!vp_take_signal(sig, &si))
 		return;
-	if (si.si_code >= 0 || si.si_code == SI_TKILL ||
-	    syscall(SYS_rt_sigqueueinfo, getpid(), sig, &si) != 0)
-		kill(getpid(), sig);
+	vp_backend_ops()->kill_process(sig, si.si_code >= 0 || si.si_code == SI_TKILL ? NULL : &si);
 }
 
 /* vp_crit_leave: the last lock is gone and signals were put off.  Unblock

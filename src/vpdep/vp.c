@@ -85,6 +85,11 @@ static const struct vp_backend *backend(void)
 	return b;
 }
 
+const struct vp_backend *vp_backend_ops(void)
+{
+	return backend();
+}
+
 const char *vp_backend_name(void)
 {
 	return backend()->name;
@@ -289,12 +294,12 @@ int vp_signal(struct vp *vp, int sig)
 	int tid = atomic_load_explicit(&vp->tid, memory_order_acquire);
 	if (tid == 0)
 		return ESRCH;
-	return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : errno;
+	return backend()->kill(tid, sig);
 }
 
 int vp_signal_self(int sig)
 {
-	return syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig) == 0 ? 0 : errno;
+	return backend()->kill((pid_t)syscall(SYS_gettid), sig);
 }
 
 /* In si_errno, which nothing else sets for SI_QUEUE from this process. */
@@ -315,7 +320,7 @@ int vp_poke(struct vp *vp, int sig, void *target)
 	si.si_uid = getuid();
 	si.si_value.sival_ptr = target;
 	int saved = errno;
-	int err = syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &si) == 0 ? 0 : errno;
+	int err = backend()->sigqueue(tid, sig, &si);
 	errno = saved;
 	return err;
 }
@@ -324,7 +329,7 @@ void *vp_poke_target(const siginfo_t *si)
 {
 	if (si == NULL || si->si_code != SI_QUEUE || si->si_errno != POKE_MARK)
 		return NULL;
-	return si->si_pid == getpid() ? si->si_value.sival_ptr : NULL;
+	return backend()->ours(si->si_pid) ? si->si_value.sival_ptr : NULL;
 }
 
 int vp_set_class(struct vp *vp, int kclass)

@@ -9,6 +9,9 @@
 
 extern const struct vp_backend vp_kthread_backend VP_HIDDEN;
 
+/* The selected backend (the build default if none was). */
+const struct vp_backend *vp_backend_ops(void) VP_HIDDEN;
+
 /* First thing a backend's new kernel thread does: becomes vp (vp_current)
  * and switches to vp->altstack for signals.  Needs working TLS. */
 void vp_enter(struct vp *vp) VP_HIDDEN;

@@ -3,7 +3,7 @@
  *
  * libppl itself exports pthread_create and the pthread_attr_* functions, with
  * its own object layouts, so every C library thread function used here is
- * the next definition after ours, looked up with dlsym(RTLD_NEXT).  A plain
+ * the next definition after ours, looked up by vp_libc_fn.  A plain
  * call would create a user-level thread (or recurse).  The lookups run on
  * first use, not in a constructor: a VP is first created long after the
  * dynamic loader is done, and a foreign thread may need vp_kthread_stack
@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -44,19 +45,11 @@ static const char *const names[REAL_COUNT] = {
 
 static void *_Atomic real[REAL_COUNT];
 
-/* dlsym is idempotent, so racing first callers just store the same value;
- * release/acquire publishes it to callers on other kernel threads. */
+/* Without the C library's threads there is no kernel thread to run on:
+ * a missing one is fatal (vp_libc_fn). */
 static void *resolve(int i)
 {
-	void *f = atomic_load_explicit(&real[i], memory_order_acquire);
-	if (ppl_likely(f != NULL))
-		return f;
-	f = dlsym(RTLD_NEXT, names[i]);
-	/* Without the C library's threads there is no kernel thread to run on. */
-	if (f == NULL)
-		abort();
-	atomic_store_explicit(&real[i], f, memory_order_release);
-	return f;
+	return vp_libc_fn(&real[i], names[i], NULL);
 }
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -157,12 +150,48 @@ static void kthread_adopt(struct vp *vp)
 	vp->handle = (uintptr_t)((self_fn)resolve(REAL_SELF))();
 }
 
+/* ---- one thread group: every VP is a kernel thread of this process ---------- */
+
+static int kthread_kill(pid_t tid, int sig)
+{
+	return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : errno;
+}
+
+static int kthread_sigqueue(pid_t tid, int sig, siginfo_t *si)
+{
+	/* The kernel takes a forged si_code (< 0) only; to oneself, any. */
+	return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, si) == 0 ? 0 : errno;
+}
+
+static int kthread_kill_process(int sig, siginfo_t *si)
+{
+	if (si != NULL && syscall(SYS_rt_sigqueueinfo, getpid(), sig, si) == 0)
+		return 0;
+	return syscall(SYS_kill, getpid(), sig) == 0 ? 0 : errno;   /* not libppl's kill */
+}
+
+static bool kthread_ours(pid_t pid)
+{
+	return pid == getpid();
+}
+
+static int kthread_task_path(pid_t tid, const char *leaf, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "/proc/self/task/%d/%s", tid, leaf);
+	return n > 0 && (size_t)n < len ? 0 : ENAMETOOLONG;
+}
+
 const struct vp_backend vp_kthread_backend = {
 	.name = "kthread",
 	.create = kthread_create,
 	.terminate = kthread_terminate,
 	.adopt = kthread_adopt,
 	.helper = kthread_helper,
+	.kill = kthread_kill,
+	.sigqueue = kthread_sigqueue,
+	.kill_process = kthread_kill_process,
+	.ours = kthread_ours,
+	.task_path = kthread_task_path,
 };
 
 uintptr_t vp_kthread_handle(void)

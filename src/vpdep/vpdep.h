@@ -12,7 +12,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "context.h"
@@ -61,6 +64,17 @@ struct vp_backend {
 	void (*adopt)(struct vp *vp);   /* set vp->handle to the calling kernel thread */
 	/* start a detached kernel thread running fn(arg) that is not a VP */
 	int (*helper)(void (*fn)(void *), void *arg);
+	/* How the process's kernel threads are addressed (kthread: one thread
+	 * group, tgkill(getpid(), tid); a backend whose VPs are processes
+	 * differs here and nowhere else).  Each returns 0 or errno. */
+	int (*kill)(pid_t tid, int sig);                    /* one kernel thread */
+	int (*sigqueue)(pid_t tid, int sig, siginfo_t *si); /* the same, with *si */
+	/* to the process (any kernel thread that takes sig), with *si if the
+	 * kernel accepts it (si NULL: a plain kill) */
+	int (*kill_process)(int sig, siginfo_t *si);
+	bool (*ours)(pid_t pid);   /* si_pid names one of the process's VPs */
+	/* the /proc file `leaf` (stat, comm) of kernel thread tid into buf */
+	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
@@ -141,6 +155,53 @@ int vp_helper_create(void (*fn)(void *), void *arg);
 int vp_kernel_state(struct vp *vp);
 /* Kernel threads in the calling process, or -1 if unknown. */
 int vp_process_kthreads(void);
+/* Give a kernel thread the name `name` (at most 15 bytes): tid 0 is the
+ * calling one.  No cancellation point.  0 or errno. */
+int vp_kthread_set_name(int tid, const char *name);
+/* The process's name as the kernel has it (/proc/self/comm, without the
+ * newline) into buf.  No cancellation point.  0 or errno. */
+int vp_process_name(char *buf, size_t len);
+
+/* ---- kernel threads and the process by id (task.c) -------------------------
+ * vpindep makes no system call of its own: what it asks of a kernel thread
+ * or of the process goes through these.  `task` is a kernel thread id (a
+ * VP's vp_kthread_id, a foreign thread's vp_gettid), a process id, or 0 for
+ * the calling kernel thread.  The kernel's conventions: -1 and errno. */
+int vp_task_setscheduler(pid_t task, int policy, const struct sched_param *p);
+int vp_task_setparam(pid_t task, const struct sched_param *p);
+int vp_task_getscheduler(pid_t task);
+int vp_task_getparam(pid_t task, struct sched_param *p);
+/* The size in bytes of the mask the kernel wrote (not 0 as glibc's), or -1. */
+long vp_task_getaffinity(pid_t task, size_t size, void *set);
+int vp_task_setaffinity(pid_t task, size_t size, const void *set);
+/* `sig` to the kernel thread tid of this process (tgkill): 0 or -1/errno. */
+int vp_kthread_kill(pid_t tid, int sig);
+/* `sig` with *si to the kernel thread tid of this process
+ * (rt_tgsigqueueinfo; the kernel takes si_code < 0 only): 0 or -1/errno. */
+int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si);
+/* This process's id: the owner token of process-shared objects, fork
+ * stamps, si_pid of the signals libppl makes. */
+pid_t vp_process_id(void);
+/* True on the process's initial kernel thread. */
+bool vp_is_initial_kthread(void);
+/* The calling kernel thread sleeps (clock_nanosleep's arguments): 0 or errno. */
+int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
+/* The calling kernel thread gives its CPU to another (sched_yield). */
+void vp_kthread_yield(void);
+/* Unregister the calling kernel thread's rseq area of `size` bytes (the
+ * C library's registration, with its signature for this CPU): 0 or errno. */
+int vp_rseq_unregister(void *area, uint32_t size);
+/* vp's kernel thread id (0 before it started: vp_create), and whether vp
+ * is inside libppl's spin locks now (sigdefer.c; read on vp's own kernel
+ * thread, in a signal handler). */
+static inline pid_t vp_kthread_id(struct vp *vp)
+{
+	return atomic_load_explicit(&vp->tid, memory_order_acquire);
+}
+static inline bool vp_in_crit(const struct vp *vp)
+{
+	return vp->crit != 0;
+}
 
 /* A kernel thread's own stack, as the C library knows it now (for the
  * initial thread: from RLIMIT_STACK and /proc/self/maps at each call).
@@ -148,12 +209,17 @@ int vp_process_kthreads(void);
 int vp_kthread_stack(uintptr_t handle, void **lo, size_t *size);
 /* The calling kernel thread, as the C library names it (its pthread_t). */
 uintptr_t vp_kthread_handle(void);
-/* Make the credential system call nr(a0, a1, a2) (setuid, setresgid,
+/* The credential system calls vp_setxid makes. */
+enum vp_xid {
+	VP_SETUID, VP_SETGID, VP_SETREUID, VP_SETREGID,
+	VP_SETRESUID, VP_SETRESGID, VP_SETGROUPS,
+};
+/* Make the credential system call op(a0, a1, a2) (setuid, setresgid,
  * setgroups, ...) on the calling kernel thread and on every other kernel
  * thread of the process (setxid.c).  Returns 0 or the caller's errno; a
  * kernel thread whose result differs from the caller's (which glibc treats
  * as fatal) is reported in *bad_tid and its errno in *bad_err (0 if none). */
-int vp_setxid(long nr, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err);
+int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
 
@@ -212,6 +278,13 @@ int futex_wait_shared(_Atomic uint32_t *addr, uint32_t val, const struct timespe
 int futex_wait_either(_Atomic uint32_t *addr, uint32_t val, _Atomic uint32_t *intr,
 		      uint32_t intr_val, const struct timespec *abstime);
 void futex_wake_shared(_Atomic uint32_t *addr, int n);
+/* A word that is process-private (shared false) or may be waited on from
+ * other processes (sem_t's value word): wait while *addr == val until the
+ * absolute abstime on clk (CLOCK_REALTIME or CLOCK_MONOTONIC; NULL: none);
+ * 0 or errno (EAGAIN, EINTR, ETIMEDOUT, ...).  Wake n (< 0: all), errno kept. */
+int futex_wait_word(_Atomic uint32_t *addr, uint32_t val, bool shared,
+		    const struct timespec *abstime, clockid_t clk);
+void futex_wake_word(_Atomic uint32_t *addr, int n, bool shared);
 /* Register the calling kernel thread's robust-mutex list with the kernel
  * (set_robust_list): at the thread's death the kernel marks each listed
  * lock word that holds its tid FUTEX_OWNER_DIED and wakes a waiter.
@@ -219,6 +292,31 @@ void futex_wake_shared(_Atomic uint32_t *addr, int n);
 int futex_robust_register(void *head, size_t len);
 /* The calling kernel thread's tid. */
 int vp_gettid(void);
+
+/* ---- user-thread stack memory (stackmem.c) ---------------------------------
+ * A backend whose VPs are processes must map stacks shared: vpindep's
+ * stack.c asks here for the memory and keeps the caches itself. */
+
+/* A fresh read-write stack mapping of `bytes` (NORESERVE), or NULL with
+ * errno (ENOMEM: try a smaller one). */
+void *vp_stack_map(size_t bytes);
+void vp_stack_unmap(void *lo, size_t bytes);
+/* Private zeroed memory of `bytes` for libppl's own buffers (not a stack),
+ * or NULL with errno. */
+void *vp_mem_map(size_t bytes);
+/* RLIMIT_NICE (soft): the lowest nice value an unprivileged thread may
+ * take is 20 - this; -1 if unlimited or unknown. */
+long vp_limit_nice(void);
+/* Make [lo, lo+len) a guard (any access faults): 0 or errno. */
+int vp_stack_guard(void *lo, size_t len);
+/* Remove a guard so that its page tables can go back to the kernel; false
+ * if guards cannot be removed that way (they are mprotect'ed). */
+bool vp_stack_guard_remove(void *lo, size_t len);
+/* Give the pages of [lo, lo+len) back (they read as zeros afterwards). */
+void vp_stack_release(void *lo, size_t len);
+/* RLIMIT_STACK and RLIMIT_AS (soft) in bytes, 0 if unlimited or unknown. */
+size_t vp_limit_stack(void);
+size_t vp_limit_address_space(void);
 
 /* ---- memory the application passed by pointer (uaccess.c) -----------------
  * Copies that fail with EFAULT, as the kernel's would, where the
@@ -233,8 +331,40 @@ bool vp_uaccess_fixup(void *uc);
 /* Whether that handler is installed: vp_sigaction(SIGSEGV) turns it off. */
 void vp_uaccess_arm(bool on);
 
+/* ---- libppl's own output and the C library's functions -------------------
+ * Nothing in libppl calls a function it exports (write, clock_gettime,
+ * dlopen, kill, ...) by its plain name: that call would bind to libppl's
+ * own definition (a cancellation point, or vpindep code under vpdep) or to
+ * the program's.  test/abi/check_self_binding.sh fails the build's tests if
+ * libppl.so has such a relocation. */
+
+/* Write all n bytes of buf to fd with raw system calls (libppl's messages):
+ * never a cancellation point; retried after EINTR and short counts; errno
+ * kept.  0 or errno. */
+int vp_write(int fd, const void *buf, size_t n);
+/* One gathered write, so that the pieces of a message stay together. */
+int vp_writev(int fd, const struct iovec *iov, int cnt);
+/* libppl's own output files (PPL_TRACE), with raw system calls: open for
+ * writing, created 0644 if missing, emptied if `truncate` (fd, or -1 and
+ * errno); take an exclusive lock without waiting (false if another
+ * process holds it); empty it (0 or errno); its size (-1 if unknown);
+ * close it (errno kept). */
+int vp_file_open(const char *name, bool truncate);
+bool vp_file_lock(int fd);
+int vp_file_truncate(int fd);
+long long vp_file_size(int fd);
+void vp_file_close(int fd);
+/* The C library's `name` (at `version` if not NULL and the C library has
+ * it), the next definition after libppl's: resolved on first use and
+ * cached in *slot.  Missing, it is fatal (one line, abort). */
+void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version);
+/* The same lookup, uncached; NULL if missing. */
+void *vp_libc_lookup(const char *name, const char *version);
+
 /* ---- clocks --------------------------------------------------------------- */
 
+/* The C library's clock_gettime (its vDSO path), not libppl's export. */
+int vp_clock_gettime(clockid_t clk, struct timespec *ts);
 int64_t clock_now_ns(clockid_t clk);
 int64_t timespec_to_ns(const struct timespec *ts);
 struct timespec ns_to_timespec(int64_t ns);

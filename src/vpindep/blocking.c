@@ -25,20 +25,7 @@
  * callers store the same pointer. */
 void *ppl_next_fn(void *_Atomic *slot, const char *name)
 {
-	void *f = atomic_load_explicit(slot, memory_order_acquire);
-	if (ppl_likely(f != NULL))
-		return f;
-	f = dlsym(RTLD_NEXT, name);
-	if (f == NULL) {
-		char buf[128];
-		int n = snprintf(buf, sizeof buf, "libppl: the C library has no %s\n", name);
-		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-			/* stderr is gone: abort anyway */
-		}
-		abort();
-	}
-	atomic_store_explicit(slot, f, memory_order_release);
-	return f;
+	return vp_libc_fn(slot, name, NULL);
 }
 
 /* ppl_<name>: announce, call the next definition, take the VP back.  errno

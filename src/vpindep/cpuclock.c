@@ -188,7 +188,7 @@ static int64_t thread_cpu_ns(struct ult *t)
 	if (me != NULL && me->current == t)
 		return total + kthread_cpu_ns() - since;
 	struct vproc *v = t->vp;
-	int tid = v ? atomic_load_explicit(&v->vp.tid, memory_order_acquire) : 0;
+	int tid = v ? vp_kthread_id(&v->vp) : 0;
 	/* The kernel's CPU clock of that kernel thread (glibc's encoding). */
 	if (tid > 0 && v->current == t && real_gettime(KERNEL_THREAD_CLOCK(tid), &ts) == 0) {
 		int64_t d = timespec_to_ns(&ts) - since;

@@ -8,7 +8,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -17,12 +16,12 @@
  * their VP in vp_setxid's own lock, which holds kernel threads off. */
 static pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
 
-static int setxid(const char *name, long nr, long a0, long a1, long a2)
+static int setxid(const char *name, enum vp_xid op, long a0, long a1, long a2)
 {
 	pid_t bad_tid;
 	int bad_err;
 	ppl_pthread_mutex_lock(&serial);
-	int err = vp_setxid(nr, a0, a1, a2, &bad_tid, &bad_err);
+	int err = vp_setxid(op, a0, a1, a2, &bad_tid, &bad_err);
 	ppl_pthread_mutex_unlock(&serial);
 	/* glibc aborts too when the threads end up with different credentials. */
 	if (bad_tid != 0)
@@ -38,12 +37,12 @@ static int setxid(const char *name, long nr, long a0, long a1, long a2)
 
 int ppl_setuid(uid_t u)
 {
-	return setxid("setuid", SYS_setuid, (long)u, 0, 0);
+	return setxid("setuid", VP_SETUID, (long)u, 0, 0);
 }
 
 int ppl_setgid(gid_t g)
 {
-	return setxid("setgid", SYS_setgid, (long)g, 0, 0);
+	return setxid("setgid", VP_SETGID, (long)g, 0, 0);
 }
 
 /* glibc: seteuid(-1) and setegid(-1) are EINVAL, then setresuid(-1, e, -1). */
@@ -53,7 +52,7 @@ int ppl_seteuid(uid_t u)
 		errno = EINVAL;
 		return -1;
 	}
-	return setxid("seteuid", SYS_setresuid, -1L, (long)u, -1L);
+	return setxid("seteuid", VP_SETRESUID, -1L, (long)u, -1L);
 }
 
 int ppl_setegid(gid_t g)
@@ -62,32 +61,32 @@ int ppl_setegid(gid_t g)
 		errno = EINVAL;
 		return -1;
 	}
-	return setxid("setegid", SYS_setresgid, -1L, (long)g, -1L);
+	return setxid("setegid", VP_SETRESGID, -1L, (long)g, -1L);
 }
 
 int ppl_setreuid(uid_t r, uid_t e)
 {
-	return setxid("setreuid", SYS_setreuid, (long)r, (long)e, 0);
+	return setxid("setreuid", VP_SETREUID, (long)r, (long)e, 0);
 }
 
 int ppl_setregid(gid_t r, gid_t e)
 {
-	return setxid("setregid", SYS_setregid, (long)r, (long)e, 0);
+	return setxid("setregid", VP_SETREGID, (long)r, (long)e, 0);
 }
 
 int ppl_setresuid(uid_t r, uid_t e, uid_t s)
 {
-	return setxid("setresuid", SYS_setresuid, (long)r, (long)e, (long)s);
+	return setxid("setresuid", VP_SETRESUID, (long)r, (long)e, (long)s);
 }
 
 int ppl_setresgid(gid_t r, gid_t e, gid_t s)
 {
-	return setxid("setresgid", SYS_setresgid, (long)r, (long)e, (long)s);
+	return setxid("setresgid", VP_SETRESGID, (long)r, (long)e, (long)s);
 }
 
 int ppl_setgroups(size_t n, const gid_t *g)
 {
-	return setxid("setgroups", SYS_setgroups, (long)n, (long)g, 0);
+	return setxid("setgroups", VP_SETGROUPS, (long)n, (long)g, 0);
 }
 
 /* glibc's initgroups calls its internal setgroups, which would take glibc's

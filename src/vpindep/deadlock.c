@@ -127,9 +127,7 @@ void deadlock_report(void)
 		first = false;
 	}
 	buf[len++] = '\n';
-	if (write(2, buf, len) < 0) {
-		/* stderr is gone: nothing to tell */
-	}
+	vp_write(2, buf, len);
 	if (ppl_env_deadlock == 2)
 		abort();
 }

@@ -31,9 +31,7 @@ static _Noreturn void bad(const char *var, const char *val, const char *expected
 		{ (void *)val, strlen(val) }, { (void *)": ", 2 },
 		{ (void *)expected, strlen(expected) }, { (void *)"\n", 1 },
 	};
-	if (writev(2, iov, sizeof iov / sizeof iov[0]) < 0) {
-		/* nothing more to say */
-	}
+	vp_writev(2, iov, sizeof iov / sizeof iov[0]);
 	_exit(2);
 }
 

@@ -28,9 +28,7 @@ static _Noreturn void die(const char *buf, int n, size_t len)
 {
 	if ((size_t)n >= len)
 		n = (int)len - 1;
-	if (write(2, buf, (size_t)n) < 0) {
-		/* stderr is gone: abort anyway */
-	}
+	vp_write(2, buf, (size_t)n);   /* not a cancellation point */
 	abort();
 }
 

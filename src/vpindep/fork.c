@@ -25,7 +25,6 @@
  *    park in between (glibc's fork takes only its own locks), so `held`
  *    needs no lock: a second forker waits in prepare for ppl_rt.lock. */
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mutex_robust.h"
@@ -58,7 +57,7 @@ uint64_t proc_stamp(void)
 {
 	int32_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
 	if (ppl_unlikely(pid == 0)) {
-		pid = (int32_t)getpid();
+		pid = (int32_t)vp_process_id();
 		atomic_store_explicit(&self_pid, pid, memory_order_relaxed);
 	}
 	return (uint64_t)(uint32_t)pid << 32 | atomic_load_explicit(&nforks, memory_order_relaxed);
@@ -128,7 +127,7 @@ static void fork_child(void)
 	 * children lowered their parent's priority instead of their own). */
 	struct ult *self = ult_self();
 	if (self->foreign)
-		self->ktid = (int)syscall(SYS_gettid);
+		self->ktid = vp_gettid();
 	/* The kernel forgot the robust list: the child's is new and empty. */
 	robust_fork_child();
 	if (!held)

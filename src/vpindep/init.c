@@ -6,7 +6,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mutex_robust.h"
@@ -31,9 +30,8 @@ void ppl_init(void)
 	if (ppl_rt.debug >= 1) {
 		char buf[96];
 		int n = snprintf(buf, sizeof buf, "libppl: tls=%s\n", tls_mode_name());
-		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-			/* nothing to do */
-		}
+		if (n > 0)
+			vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 	}
 	cancel_init();
 	struct ult *m = &ppl_rt.main_ult;
@@ -43,7 +41,7 @@ void ppl_init(void)
 	sched_params_init(m);
 	nice_init(m);
 	m->inherit_sched = true;
-	m->ktid = getpid();
+	m->ktid = vp_process_id();   /* the initial thread's tid */
 	m->sigmask = vp_get_sigmask();
 	atomic_store(&m->state, ULT_RUNNING);
 	atomic_store(&ppl_rt.nthreads, 1);
@@ -62,7 +60,8 @@ static int default_vps(void)
 	if (ppl_rt.env_vps)
 		return ppl_rt.env_vps;
 	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+	CPU_ZERO(&set);
+	if (vp_task_getaffinity(0, sizeof set, &set) > 0 && CPU_COUNT(&set) > 0)
 		return CPU_COUNT(&set);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
@@ -218,7 +217,7 @@ int ppl_runtime_start(void)
 	__libc_single_threaded = 0;   /* user threads interleave on every VP */
 	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);   /* (forked child) */
 
-	bool adopt_main = vp_current() == NULL && syscall(SYS_gettid) == getpid();
+	bool adopt_main = vp_current() == NULL && vp_is_initial_kthread();
 	if (adopt_main) {
 		/* The initial thread becomes the main user thread on VP 0; VP 0's
 		 * scheduler loop gets a stack of its own.  (In a child forked by

@@ -27,7 +27,6 @@
  *    both sides), so it cannot miss work. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -365,7 +364,7 @@ static int64_t scan(int64_t now)
 static void nap(int64_t ns)
 {
 	struct timespec ts = ns_to_timespec(ns);
-	syscall(SYS_nanosleep, &ts, NULL);
+	vp_kthread_sleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 }
 
 /* Every VP went idle with no timers: look twice, QUIET_NS apart. */

@@ -114,13 +114,13 @@ static bool owned_by_me(struct mutex *m, int kind)
 	if (atomic_load_explicit(&m->owner, memory_order_relaxed) != owner_token())
 		return false;
 	return ((unsigned)kind & MK_PSHARED) == 0 ||
-	       atomic_load_explicit(&m->owner_pid, memory_order_relaxed) == getpid();
+	       atomic_load_explicit(&m->owner_pid, memory_order_relaxed) == vp_process_id();
 }
 
 static inline void set_owner(struct mutex *m, int kind)
 {
 	if ((unsigned)kind & MK_PSHARED)
-		atomic_store_explicit(&m->owner_pid, getpid(), memory_order_relaxed);
+		atomic_store_explicit(&m->owner_pid, vp_process_id(), memory_order_relaxed);
 	atomic_store_explicit(&m->owner, owner_token(), memory_order_relaxed);
 }
 

@@ -97,11 +97,11 @@ void robust_init(void)
 	rl.prev = rl.list = &rl.list;
 	rl.op_pending = NULL;
 	spin_init(&rl_lock);
-	pid_t pid = getpid();
+	pid_t pid = vp_process_id();
 	atomic_store_explicit(&rtid, (uint32_t)pid, memory_order_relaxed);
 	/* Not the initial kernel thread (an early caller): the list then only
 	 * serves the user-level owner death, not the process's. */
-	if (vp_gettid() == pid)
+	if (vp_is_initial_kthread())
 		(void)futex_robust_register(&rl.list, 3 * sizeof(void *));
 }
 
@@ -117,7 +117,7 @@ static inline uint32_t my_tid(void)
 {
 	uint32_t t = atomic_load_explicit(&rtid, memory_order_relaxed);
 	if (ppl_unlikely(t == 0)) {
-		t = (uint32_t)getpid();
+		t = (uint32_t)vp_process_id();
 		atomic_store_explicit(&rtid, t, memory_order_relaxed);
 	}
 	return t;

@@ -37,9 +37,8 @@ static bool may_lower_to(int prio)
 {
 	if (geteuid() == 0)
 		return true;
-	struct rlimit rl;
-	return getrlimit(RLIMIT_NICE, &rl) == 0 &&
-	       (rl.rlim_cur == RLIM_INFINITY || (rlim_t)(20 - prio) <= rl.rlim_cur);
+	long lim = vp_limit_nice();
+	return lim < 0 || 20 - prio <= lim;
 }
 
 /* The thread PRIO_PROCESS `who` names, or NULL: the kernel's. */

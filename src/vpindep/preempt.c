@@ -188,7 +188,7 @@ static void tick_body(void *uc)
 	int verdict = tick_verdict(v, cur, kick && !owed);
 	if (verdict == 0)
 		return;
-	if (v->vp.crit != 0 || protected_pc(vp_signal_pc(uc)) ||
+	if (vp_in_crit(&v->vp) || protected_pc(vp_signal_pc(uc)) ||
 	    atomic_load_explicit(&cur->state, memory_order_relaxed) != ULT_RUNNING) {
 		pending_set(v);
 		/* Come back at the next scheduler tick rather than a slice later. */
@@ -214,16 +214,16 @@ static void tick(void *uc)
 	/* A kick whose thread another VP took left this one raised
 	 * (sched_class_raise): back to the class of what it runs, unless
 	 * the tick came inside a lock (that of vp_set_class, say). */
-	if (v != NULL && v->current != NULL && v->vp.crit == 0)
+	if (v != NULL && v->current != NULL && !vp_in_crit(&v->vp))
 		sched_class_sync(v->current, v);
-	if (v != NULL && v->current != NULL && v->vp.crit == 0 && !protected_pc(vp_signal_pc(uc)))
+	if (v != NULL && v->current != NULL && !vp_in_crit(&v->vp) && !protected_pc(vp_signal_pc(uc)))
 		cancel_async_check();
 }
 
 void preempt_deferred_run(void)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || v->current == NULL || v->vp.crit != 0)
+	if (v == NULL || v->current == NULL || vp_in_crit(&v->vp))
 		return;
 	if (!pending_take(v))
 		return;
@@ -285,9 +285,8 @@ void preempt_vp_start(struct vproc *v)
 			int n = snprintf(buf, sizeof buf,
 					 "libppl: VP %d: no preemption timer (%s); threads there "
 					 "run until they block or yield\n", v->vp.id, strerror(err));
-			if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-				/* stderr is gone */
-			}
+			if (n > 0)
+				vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 		}
 	}
 }

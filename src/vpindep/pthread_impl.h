@@ -465,9 +465,6 @@ bool sig_reserved(int sig);
 bool sig_has_handler(int sig);
 /* A new thread inherits its creator's mask, with nothing pending. */
 void sig_thread_init(struct ult *t, const struct ult *creator);
-/* blocking.c: the C library's next definition of `name`, resolved once
- * into *slot; a missing one is fatal. */
-void *ppl_next_fn(void *_Atomic *slot, const char *name);
 /* cpuclock.c: CPU time accounting at a switch, once a program asked for
  * a thread's CPU clock (from or to may be NULL: the VP's idle loop). */
 extern _Atomic bool cpu_counting;

@@ -75,7 +75,7 @@ static uint64_t token_of(const struct rwlock *l, const struct ult *t)
 {
 	uint64_t id = t->id;
 	if (l->pshared)
-		id = ((uint64_t)getpid() << 40) | (id & ((1ULL << 40) - 1));
+		id = ((uint64_t)vp_process_id() << 40) | (id & ((1ULL << 40) - 1));
 	return id;
 }
 

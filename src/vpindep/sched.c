@@ -591,7 +591,7 @@ bool sched_yield_min(int min, bool front)
 {
 	struct vproc *v = this_vp();
 	if (v == NULL) {
-		syscall(SYS_sched_yield);
+		vp_kthread_yield();
 		return true;
 	}
 	return yield_min(v, min, front);
@@ -601,7 +601,7 @@ void sched_yield_ult(void)
 {
 	struct vproc *v = this_vp();
 	if (v == NULL)
-		syscall(SYS_sched_yield);
+		vp_kthread_yield();
 	else
 		yield_min(v, v->current->prio, false);
 }
@@ -610,7 +610,7 @@ void sched_yield_user(void)
 {
 	struct vproc *v = this_vp();
 	if (v == NULL || !yield_min(v, v->current->prio, false))
-		syscall(SYS_sched_yield);   /* as on NPTL: other processes may run */
+		vp_kthread_yield();   /* as on NPTL: other processes may run */
 }
 
 /* The lock of t's park, taken, if t is still in that park (park_lock and
@@ -856,8 +856,7 @@ int sched_sleep_until(int64_t deadline)
 	struct vproc *v = this_vp();
 	if (v == NULL) {
 		struct timespec ts = ns_to_timespec(deadline);
-		while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0 &&
-		       errno == EINTR)
+		while (vp_kthread_sleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 		return 0;
 	}

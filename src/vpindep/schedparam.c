@@ -56,7 +56,7 @@ int sched_check(int policy, const struct sched_param *p)
 int own_kthread(struct ult *t)
 {
 	if (t->bound && t->home)
-		return atomic_load_explicit(&t->home->vp.tid, memory_order_acquire);
+		return vp_kthread_id(&t->home->vp);
 	if (t->foreign)
 		return t->ktid;
 	return 0;
@@ -68,7 +68,7 @@ static int set_params(struct ult *t, int policy, const struct sched_param *p)
 	if (err)
 		return err;
 	int tid = own_kthread(t);
-	if (tid && syscall(SYS_sched_setscheduler, tid, policy, p) != 0)
+	if (tid && vp_task_setscheduler(tid, policy, p) != 0)
 		return errno;
 	ult_set_sched(t, policy, p);
 	if (t == ult_self())
@@ -132,7 +132,7 @@ int ppl_sched_setscheduler(pid_t pid, int policy, const struct sched_param *p)
 {
 	struct ult *t = thread_of(pid);
 	if (t == NULL)
-		return (int)syscall(SYS_sched_setscheduler, pid, policy, p);
+		return (int)vp_task_setscheduler(pid, policy, p);
 	struct sched_param sp;
 	if (p == NULL || pid < 0)
 		return fail(EINVAL);
@@ -147,7 +147,7 @@ int ppl_sched_setparam(pid_t pid, const struct sched_param *p)
 {
 	struct ult *t = thread_of(pid);
 	if (t == NULL)
-		return (int)syscall(SYS_sched_setparam, pid, p);
+		return (int)vp_task_setparam(pid, p);
 	struct sched_param sp;
 	if (p == NULL)
 		return fail(EINVAL);
@@ -161,7 +161,7 @@ int ppl_sched_getscheduler(pid_t pid)
 {
 	struct ult *t = thread_of(pid);
 	if (t == NULL)
-		return (int)syscall(SYS_sched_getscheduler, pid);
+		return (int)vp_task_getscheduler(pid);
 	return t->sched_policy;
 }
 
@@ -169,7 +169,7 @@ int ppl_sched_getparam(pid_t pid, struct sched_param *p)
 {
 	struct ult *t = thread_of(pid);
 	if (t == NULL)
-		return (int)syscall(SYS_sched_getparam, pid, p);
+		return (int)vp_task_getparam(pid, p);
 	if (p == NULL)
 		return fail(EINVAL);
 	return vp_copy_out(p, &t->sched_param, sizeof *p) ? fail(EFAULT) : 0;
@@ -185,7 +185,7 @@ static bool process_cpus_known;
  * started under chrt, say); its CPUs are noted for sched_affinity_bound. */
 void sched_params_init(struct ult *m)
 {
-	process_cpus_known = syscall(SYS_sched_getaffinity, 0, sizeof process_cpus,
+	process_cpus_known = vp_task_getaffinity(0, sizeof process_cpus,
 				     &process_cpus) > 0;
 	int c = vp_class_self();
 	ult_set_sched(m, VP_CLASS_POLICY(c), &(struct sched_param){ .sched_priority = VP_CLASS_PRIO(c) });
@@ -214,7 +214,7 @@ static struct vproc *vp_for_set(size_t n, const cpu_set_t *set, int *err)
 	cpu_set_t allowed;
 	/* The kernel fills only its own mask's bytes (its return value):
 	 * the CPUs past them do not exist. */
-	long got = syscall(SYS_sched_getaffinity, 0, sizeof allowed, &allowed);
+	long got = vp_task_getaffinity(0, sizeof allowed, &allowed);
 	if (got < 0) {
 		*err = errno;
 		return NULL;
@@ -261,7 +261,7 @@ int ppl_pthread_setaffinity_np(pthread_t th, size_t n, const cpu_set_t *set)
 		return err;
 	}
 	int tid = own_kthread(t);
-	if (tid && syscall(SYS_sched_setaffinity, tid, n, set) != 0) {
+	if (tid && vp_task_setaffinity(tid, n, set) != 0) {
 		err = errno;
 		free(copy);
 		return err;
@@ -286,9 +286,9 @@ void sched_affinity_bound(struct ult *t, bool start)
 	/* Checked by pthread_create (vp_for_set); the kernel's word on a
 	 * CPU that went offline since is the thread's problem, as on NPTL. */
 	if (start)
-		(void)syscall(SYS_sched_setaffinity, 0, t->cpusetsize, t->cpuset);
+		(void)vp_task_setaffinity(0, t->cpusetsize, t->cpuset);
 	else if (process_cpus_known)
-		(void)syscall(SYS_sched_setaffinity, 0, sizeof process_cpus, &process_cpus);
+		(void)vp_task_setaffinity(0, sizeof process_cpus, &process_cpus);
 }
 
 int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
@@ -299,7 +299,7 @@ int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
 	int tid = own_kthread(t);
 	if (tid || t->cpuset == NULL) {
 		/* The kernel's word: the thread's own, or the process's. */
-		long r = syscall(SYS_sched_getaffinity, tid, n, set);
+		long r = vp_task_getaffinity(tid, n, set);
 		if (r < 0)
 			return errno;
 		memset((char *)set + r, 0, n - (size_t)r);
@@ -326,7 +326,7 @@ int ppl_sched_setaffinity(pid_t pid, size_t n, const cpu_set_t *set)
 {
 	struct ult *t = thread_of(pid);
 	if (t == NULL)
-		return (int)syscall(SYS_sched_setaffinity, pid, n, set);
+		return vp_task_setaffinity(pid, n, set);
 	int err = ppl_pthread_setaffinity_np((pthread_t)t, n, set);
 	return err ? fail(err) : 0;
 }
@@ -335,7 +335,7 @@ int ppl_sched_getaffinity(pid_t pid, size_t n, cpu_set_t *set)
 {
 	struct ult *t = thread_of(pid);
 	if (t == NULL) {
-		long r = syscall(SYS_sched_getaffinity, pid, n < INT_MAX ? n : INT_MAX, set);
+		long r = vp_task_getaffinity(pid, n < INT_MAX ? n : INT_MAX, set);
 		if (r < 0)
 			return -1;
 		memset((char *)set + r, 0, n - (size_t)r);

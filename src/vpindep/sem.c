@@ -40,9 +40,7 @@
  * which return ECANCELED then).  The waiter unregisters before it unwinds,
  * as after a time-out, so the semaphore keeps no trace of it. */
 #include <limits.h>
-#include <linux/futex.h>
 #include <semaphore.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "parklot.h"
@@ -87,10 +85,7 @@ static int fail(int err)
 
 static void sem_kernel_wake(struct sem *s)
 {
-	int saved = errno;
-	syscall(SYS_futex, value_word(s), FUTEX_WAKE | (s->private ? 0 : FUTEX_PRIVATE_FLAG), 1,
-		NULL, NULL, 0);
-	errno = saved;
+	futex_wake_word(value_word(s), 1, s->private != 0);
 }
 
 /* Wake one waiter, private or shared, parked or in the kernel. */
@@ -139,17 +134,11 @@ static int sem_pshared_wait(struct sem *s, int64_t deadline)
  * or spurious), EINTR, ETIMEDOUT or ECANCELED (a cancel interrupted it). */
 static int sem_kernel_wait(struct sem *s, const struct timespec *abstime, clockid_t clk)
 {
-	int op = FUTEX_WAIT_BITSET | (s->private ? 0 : FUTEX_PRIVATE_FLAG);
-	if (abstime) {
-		if (abstime->tv_sec < 0)
-			return ETIMEDOUT;
-		if (clk == CLOCK_REALTIME)
-			op |= FUTEX_CLOCK_REALTIME;
-	}
+	if (abstime && abstime->tv_sec < 0)
+		return ETIMEDOUT;
 	int saved = errno;
 	struct vproc *cv = cancel_syscall_enter(cancelled, s);
-	long r = syscall(SYS_futex, value_word(s), op, 0, abstime, NULL, FUTEX_BITSET_MATCH_ANY);
-	int err = r == 0 ? 0 : errno;
+	int err = futex_wait_word(value_word(s), 0, s->private != 0, abstime, clk);
 	errno = saved;
 	cancel_syscall_leave(cv, false);
 	return err == EINTR || err == ETIMEDOUT ? err : 0;

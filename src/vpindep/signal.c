@@ -205,7 +205,7 @@ void sig_tkill_info(siginfo_t *si, int sig)
 	memset(si, 0, sizeof *si);
 	si->si_signo = sig;
 	si->si_code = SI_TKILL;
-	si->si_pid = getpid();
+	si->si_pid = vp_process_id();
 	si->si_uid = getuid();
 }
 
@@ -236,7 +236,7 @@ static int kill_ult(struct ult *t, int sig)
 	if (sig == 0 || state == ULT_EXITING || state == ULT_ZOMBIE)
 		return 0;
 	if (t->foreign) {
-		if (syscall(SYS_tgkill, getpid(), t->ktid, sig) != 0)
+		if (vp_kthread_kill(t->ktid, sig) != 0)
 			return errno;
 		return 0;
 	}
@@ -285,18 +285,18 @@ int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	if (t->foreign) {
 		tid = t->ktid;
 	} else if (state == ULT_RUNNING && t->vp && t->vp->current == t) {
-		tid = atomic_load_explicit(&t->vp->vp.tid, memory_order_acquire);
+		tid = vp_kthread_id(&t->vp->vp);
 	} else {
-		tid = (int)syscall(SYS_gettid);
+		tid = vp_gettid();
 	}
 	siginfo_t info;
 	memset(&info, 0, sizeof info);
 	info.si_signo = sig;
 	info.si_code = SI_QUEUE;
-	info.si_pid = getpid();
+	info.si_pid = vp_process_id();
 	info.si_uid = getuid();
 	info.si_value = value;
-	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &info) != 0)
+	if (vp_kthread_sigqueue(tid, sig, &info) != 0)
 		return errno;
 	return 0;
 }

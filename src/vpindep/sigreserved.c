@@ -96,7 +96,7 @@ static int process_of(pid_t *pid)
 		errno = ESRCH;
 		return -1;
 	}
-	*pid = getpid();
+	*pid = vp_process_id();
 	return 0;
 }
 
@@ -104,7 +104,7 @@ int ppl_kill(pid_t pid, int sig)
 {
 	if (process_of(&pid) != 0)
 		return -1;
-	if (sig_reserved(sig) && pid == getpid())
+	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
 	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
 }
@@ -120,7 +120,7 @@ int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 {
 	if (process_of(&pid) != 0)
 		return -1;
-	if (sig_reserved(sig) && pid == getpid())
+	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
 	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
 		pid, sig, value);
@@ -128,12 +128,12 @@ int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 
 int ppl_tgkill(pid_t tgid, pid_t tid, int sig)
 {
-	if (sig_reserved(sig) && tgid == getpid())
+	if (sig_reserved(sig) && tgid == vp_process_id())
 		return refuse();
 	/* A user thread named by its gettid() value, or the initial thread by
 	 * the process id once it is a user thread (it may run on any VP's
 	 * kernel thread): pthread_kill's delivery, to that thread. */
-	if (tgid == getpid() && tid > 0 &&
+	if (tgid == vp_process_id() && tid > 0 &&
 	    (tid_is_virtual(tid) || (tid == tgid && !ppl_rt.main_ult.foreign))) {
 		struct ult *t = tid_thread(tid);
 		int err = t ? ppl_pthread_kill((pthread_t)t, sig) : ESRCH;

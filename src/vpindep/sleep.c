@@ -2,7 +2,6 @@
  * thread on a timer of its VP instead of blocking the VP.  A kernel thread
  * libppl did not create sleeps in the kernel as usual. */
 #include <errno.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -28,8 +27,7 @@ int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, st
 				     clk != CLOCK_BOOTTIME && clk != CLOCK_TAI)) {
 		/* Not a user thread, or a clock the timers do not follow (CPU
 		 * clocks: the kernel decides, EINVAL/ENOTSUP as in glibc). */
-		long r = syscall(SYS_clock_nanosleep, clk, flags, req, rem);
-		return r == 0 ? 0 : errno;
+		return vp_kthread_sleep(clk, flags, req, rem);
 	}
 	struct timespec ts;
 	if (vp_copy_in(&ts, req, sizeof ts) != 0)

@@ -5,7 +5,8 @@
  * arena mapping holds thousands of stacks of one size class, reserved with
  * MAP_NORESERVE so untouched stack pages cost nothing.  The guard of each
  * slot is installed with MADV_GUARD_INSTALL (Linux 6.13+), which does not
- * split the mapping; older kernels fall back to mprotect, which does.
+ * split the mapping; older kernels fall back to mprotect, which does (the
+ * memory itself is vpdep's: stackmem.c).
  *
  * Freed stacks go back to their size class's free list (Ariadne's shell
  * recycling).  Past a bound, a freed stack's pages are returned to the
@@ -23,17 +24,11 @@
  * address space is full, then pthread_create says EAGAIN. */
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "pthread_impl.h"
 
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102
-#define MADV_GUARD_REMOVE 103
-#endif
 
 #define ARENA_BYTES (1UL << 30)    /* reserved per arena; virtual only */
 #define CLASS_MAX 32               /* distinct (size, guard) classes kept */
@@ -62,7 +57,6 @@ struct size_class {
 static spin_t lock;                /* protects classes; held only briefly */
 static struct size_class classes[CLASS_MAX];
 static int nclasses;
-static _Atomic int guard_mode;     /* 0 unknown, 1 madvise, 2 mprotect */
 
 static size_t page_size(void)
 {
@@ -92,27 +86,16 @@ size_t stack_default_size(void)
 #if PPL_DEFAULT_STACK_SIZE > 0
 	return round_page(PPL_DEFAULT_STACK_SIZE);
 #else
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur >= (rlim_t)PTHREAD_STACK_MIN)
-		return round_page(rl.rlim_cur);
+	size_t lim = vp_limit_stack();
+	if (lim >= (size_t)PTHREAD_STACK_MIN)
+		return round_page(lim);
 	return 8UL << 20;
 #endif
 }
 
 static int install_guard(char *lo, size_t len)
 {
-	int mode = atomic_load_explicit(&guard_mode, memory_order_relaxed);
-	if (mode != 2) {
-		if (madvise(lo, len, MADV_GUARD_INSTALL) == 0) {
-			atomic_store_explicit(&guard_mode, 1, memory_order_relaxed);
-			return 0;
-		}
-		if (errno != EINVAL)
-			return errno;
-		atomic_store_explicit(&guard_mode, 2, memory_order_relaxed);
-	}
-	return mprotect(lo, len, PROT_NONE) == 0 ? 0 : errno;
+	return vp_stack_guard(lo, len);
 }
 
 static struct size_class *class_for(size_t size, size_t guard)
@@ -149,10 +132,9 @@ static void slot_layout(const struct size_class *c, char *slot, struct stack *ou
  * size classes (a 2 GiB limit: 128 MiB arenas). */
 static size_t arena_bytes(void)
 {
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 16 < ARENA_BYTES)
-		return (size_t)rl.rlim_cur / 16;
+	size_t lim = vp_limit_address_space();
+	if (lim != 0 && lim / 16 < ARENA_BYTES)
+		return lim / 16;
 	return ARENA_BYTES;
 }
 
@@ -175,9 +157,7 @@ static int carve(struct size_class *c, char **slot)
 		c->next_slots *= 2;
 		char *a;
 		/* Near the limit, halve it until it fits, down to one slot. */
-		while ((a = mmap(NULL, bytes + align - page_size(), PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
-				 0)) == MAP_FAILED) {
+		while ((a = vp_stack_map(bytes + align - page_size())) == NULL) {
 			if (errno != ENOMEM || bytes == stride)
 				return EAGAIN;
 			bytes = bytes / 2 < stride ? stride : bytes / 2 - bytes / 2 % stride;
@@ -210,12 +190,11 @@ int stack_alloc(size_t size, size_t guard, struct stack *out)
 	if (c == NULL) {
 		spin_unlock(&lock);
 		/* Too many distinct sizes: a private mapping of its own. */
-		char *m = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-		if (m == MAP_FAILED)
+		char *m = vp_stack_map(size + guard);
+		if (m == NULL)
 			return EAGAIN;
 		if (guard && install_guard(m, guard) != 0) {
-			munmap(m, size + guard);
+			vp_stack_unmap(m, size + guard);
 			return EAGAIN;
 		}
 		*out = (struct stack){ .guard_lo = m, .guard = guard, .lo = m + guard, .size = size };
@@ -241,7 +220,7 @@ int stack_alloc(size_t size, size_t guard, struct stack *out)
 	free(f);
 	slot_layout(c, (char *)(e & ~(uintptr_t)COLD), out);
 	if ((e & COLD) && guard && install_guard(out->guard_lo, guard) != 0) {
-		munmap(out->guard_lo, size + guard);   /* a hole in the arena */
+		vp_stack_unmap(out->guard_lo, size + guard);   /* a hole in the arena */
 		return EAGAIN;
 	}
 	return 0;
@@ -251,7 +230,7 @@ int stack_alloc(size_t size, size_t guard, struct stack *out)
  * (then it leaves a hole in its arena). */
 static void drop(struct stack *s)
 {
-	munmap(s->guard_lo, s->size + s->guard);
+	vp_stack_unmap(s->guard_lo, s->size + s->guard);
 	s->lo = NULL;
 }
 
@@ -273,12 +252,11 @@ void stack_free(struct stack *s)
 		/* Before it is listed: then another thread may take it.  A
 		 * guard marker keeps its page table: remove it, so that the
 		 * whole slot, page tables too, goes back. */
-		if (s->guard && atomic_load_explicit(&guard_mode, memory_order_relaxed) == 1 &&
-		    madvise(s->guard_lo, s->guard, MADV_GUARD_REMOVE) == 0) {
-			madvise(slot, c->stride, MADV_DONTNEED);
+		if (s->guard && vp_stack_guard_remove(s->guard_lo, s->guard)) {
+			vp_stack_release(slot, c->stride);
 			entry |= COLD;
 		} else {
-			madvise(s->lo, s->size, MADV_DONTNEED);
+			vp_stack_release(s->lo, s->size);
 		}
 	}
 	struct free_chunk *fresh = NULL;   /* malloc'd outside the lock */

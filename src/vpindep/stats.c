@@ -30,9 +30,8 @@ void ppl_stats_report(void)
 			 "preemptions-deferred=%lu tls=%s ldt-entries=%u\n",
 			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(), pe, pd,
 			 tls_mode_name(), ctx_tls_selectors_used());
-	if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-		/* nothing to do */
-	}
+	if (n > 0)
+		vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 PPL_API void ppl_stats_print(void)

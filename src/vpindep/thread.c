@@ -7,12 +7,10 @@
  * orders the exit against join and detach.  TCBs are pooled, never freed,
  * so a stale pthread_t still points at a TCB (state FREE gives ESRCH). */
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mutex_robust.h"
@@ -156,7 +154,7 @@ static void foreign_release(void *arg)
 
 static bool is_main_kthread(void)
 {
-	return syscall(SYS_gettid) == getpid();
+	return vp_is_initial_kthread();
 }
 
 struct ult *ult_foreign_self(void) PPL_HIDDEN;
@@ -173,7 +171,7 @@ struct ult *ult_foreign_self(void)
 			ppl_fatal("out of memory for the TCB of a kernel thread");
 		t->foreign = true;
 		t->tls_countdown = 0;   /* not switched by libppl */
-		t->ktid = (int)syscall(SYS_gettid);
+		t->ktid = vp_gettid();
 		__cxa_thread_atexit_impl(foreign_release, t, &__dso_handle);
 	}
 	foreign_tcb = t;
@@ -592,19 +590,15 @@ int ppl_pthread_setname_np(pthread_t th, const char *name)
 	 * thread has to itself, the initial one for the initial thread
 	 * (which may run on another VP: /proc/self/task/<gettid()>/comm
 	 * then still reads its name, glibc's tst-setgetname). */
-	if (t == ult_self() && prctl(PR_SET_NAME, t->name) != 0)
-		return errno;
-	int tid = t->is_main ? getpid() : own_kthread(t);
+	if (t == ult_self()) {
+		int err = vp_kthread_set_name(0, t->name);
+		if (err)
+			return err;
+	}
+	int tid = t->is_main ? vp_process_id() : own_kthread(t);
 	if (tid == 0 || (t == ult_self() && tid == vp_gettid()))
 		return 0;
-	char path[64];
-	snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	int err = write(fd, t->name, n) == (ssize_t)n ? 0 : errno;
-	close(fd);
-	return err;
+	return vp_kthread_set_name(tid, t->name);
 }
 
 int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
@@ -619,18 +613,7 @@ int ppl_pthread_getname_np(pthread_t th, char *buf, size_t len)
 		return 0;
 	}
 	/* Unnamed: like a fresh kernel thread, it carries the program's name.
-	 * Raw system calls: not a cancellation point, as in glibc. */
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	ssize_t r = syscall(SYS_read, fd, buf, len - 1);
-	int err = r < 0 ? errno : 0;
-	(void)syscall(SYS_close, fd);
-	if (err)
-		return err;
-	if (r > 0 && buf[r - 1] == '\n')
-		r--;
-	buf[r] = '\0';
-	return 0;
+	 * Not a cancellation point, as in glibc. */
+	return vp_process_name(buf, len);
 }
 

@@ -30,7 +30,7 @@ static pid_t vtid_of(const struct ult *t)
 pid_t thread_tid(struct ult *t)
 {
 	if (t->is_main)
-		return getpid();
+		return vp_process_id();
 	int k = own_kthread(t);
 	return k ? k : vtid_of(t);
 }
@@ -58,7 +58,7 @@ struct ult *tid_thread(pid_t id)
 	struct ult *self = ult_self();
 	if (id == 0)
 		return self;
-	if (id == getpid())
+	if (id == vp_process_id())
 		return &ppl_rt.main_ult;
 	/* The caller's own kernel thread: what the raw gettid system call
 	 * returns (CPython's threading.get_native_id, glibc's tests). */

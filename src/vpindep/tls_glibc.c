@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -133,7 +132,7 @@ static const char *gate(void)
 	/* The main thread's descriptor, which glibc filled itself. */
 	main_tp = ctx_tls_self();
 	resp_off = resp - main_tp;
-	if (F(main_tp, 16, char *) != main_tp || F(main_tp, L->tid, pid_t) != getpid() ||
+	if (F(main_tp, 16, char *) != main_tp || F(main_tp, L->tid, pid_t) != vp_process_id() ||
 	    F(main_tp, L->robust_head, char *) != main_tp + L->robust_head ||
 	    F(main_tp, L->robust_head + 8, long) != -32 ||
 	    F(main_tp, L->list, void *) == NULL || resp_off >= 0)
@@ -328,8 +327,7 @@ void tls_adopt_main(void)
 	int32_t *cpu_id = &F(main_tp, rseq_off + 4, int32_t);
 	const unsigned *rsize = dlsym(RTLD_DEFAULT, "__rseq_size");
 	if (*cpu_id >= 0 && rsize != NULL && *rsize != 0 &&
-	    syscall(SYS_rseq, main_tp + rseq_off, *rsize, 1 /* RSEQ_FLAG_UNREGISTER */,
-		    0x53053053 /* glibc's RSEQ_SIG on x86 */) == 0)
+	    vp_rseq_unregister(main_tp + rseq_off, *rsize) == 0)
 		*cpu_id = -2;
 }
 
@@ -437,9 +435,8 @@ void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 		int n = snprintf(buf, sizeof buf,
 				 "libppl: per-thread TLS unavailable (%s, glibc %s); using shared TLS\n",
 				 why, gnu_get_libc_version());
-		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-			/* nothing more to say */
-		}
+		if (n > 0)
+			vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 		return;
 	}
 	const char *no = NULL;
@@ -448,9 +445,8 @@ void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 		char buf[256];
 		int n = snprintf(buf, sizeof buf, "libppl: TLS switch %s unavailable (%s); using %s\n",
 				 ctx_tls_switch_name(sw), no, ctx_tls_switch_name(got));
-		if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
-			/* nothing more to say */
-		}
+		if (n > 0)
+			vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 	}
 	snprintf(mode_name, sizeof mode_name, "per-thread/%s", ctx_tls_switch_name(got));
 	mark_all_done(modules());

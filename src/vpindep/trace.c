@@ -22,15 +22,10 @@
  *    trace_finish ran (exit() from any thread, or return from main).  After
  *    _exit or a crash the events still buffered are lost and the closing
  *    "]" is missing, which both viewers accept. */
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -73,15 +68,7 @@ static _Atomic unsigned long dropped;
 
 static void put_all(const char *s, size_t n)
 {
-	while (n > 0) {
-		long w = syscall(SYS_write, fd, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;   /* disk full, say: the trace is cut short */
-		s += w;
-		n -= (size_t)w;
-	}
+	vp_write(fd, s, n);   /* an error (disk full, say) cuts the trace short */
 }
 
 /* ---- JSON --------------------------------------------------------------------- */
@@ -342,9 +329,8 @@ static struct tslot *begin(struct vproc *v, int *idx)
 		goto fail;
 	}
 	if (s->ev == NULL) {
-		void *p = mmap(NULL, TBUF_EVENTS * sizeof(struct tev), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED) {
+		void *p = vp_mem_map(TBUF_EVENTS * sizeof(struct tev));
+		if (p == NULL) {
 			atomic_store_explicit(&s->busy, 0, memory_order_release);
 			atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
 			goto fail;
@@ -417,11 +403,6 @@ static void at_exit(void)
 	trace_finish();
 }
 
-static int open_file(const char *name, int flags)
-{
-	return (int)syscall(SYS_openat, AT_FDCWD, name, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
-}
-
 /* At start-up: the file is opened (created if need be) but left as it is,
  * so that a process that never starts a thread (a wrapper such as
  * timeout(1) or a shell, which inherit PPL_TRACE) does not clobber the
@@ -433,7 +414,7 @@ int trace_open(const char *p)
 		return -1;
 	}
 	strcpy(path, p);
-	fd = open_file(path, 0);
+	fd = vp_file_open(path, false);
 	if (fd < 0)
 		return -1;
 	atexit(at_exit);
@@ -448,17 +429,17 @@ void trace_start(void)
 {
 	if (fd < 0 || atomic_load_explicit(&started, memory_order_relaxed))
 		return;
-	pid = getpid();
-	if (syscall(SYS_flock, fd, LOCK_EX | LOCK_NB) != 0) {
-		syscall(SYS_close, fd);
+	pid = vp_process_id();
+	if (!vp_file_lock(fd)) {
+		vp_file_close(fd);
 		char alt[sizeof path + 16];
 		snprintf(alt, sizeof alt, "%s.%d", path, pid);
-		fd = open_file(alt, O_TRUNC);
+		fd = vp_file_open(alt, true);
 		if (fd < 0)
 			return;   /* nothing is recorded */
-		syscall(SYS_flock, fd, LOCK_EX | LOCK_NB);
+		vp_file_lock(fd);
 	} else {
-		syscall(SYS_ftruncate, fd, 0);
+		vp_file_truncate(fd);
 	}
 	t0 = clock_now_ns(CLOCK_MONOTONIC);
 	char buf[160];
@@ -477,7 +458,7 @@ void trace_fork_child(void)
 		return;
 	ppl_hooks &= (unsigned char)~PPL_HOOK_TRACE;
 	atomic_store_explicit(&closed, true, memory_order_relaxed);
-	syscall(SYS_close, fd);
+	vp_file_close(fd);
 	fd = -1;
 }
 
@@ -488,9 +469,7 @@ void trace_finish(void)
 	if (!atomic_load_explicit(&started, memory_order_acquire)) {
 		/* No thread was ever started: a file nobody else writes or
 		 * wrote gets an empty array. */
-		struct stat st;
-		if (syscall(SYS_flock, fd, LOCK_EX | LOCK_NB) == 0 &&
-		    syscall(SYS_fstat, fd, &st) == 0 && st.st_size == 0)
+		if (vp_file_lock(fd) && vp_file_size(fd) == 0)
 			put_all("[]\n", 3);
 		return;
 	}

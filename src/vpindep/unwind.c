@@ -67,8 +67,13 @@ void unwind_prepare(void)
 {
 	if (ppl_likely(atomic_load_explicit(&get_cfa, memory_order_acquire) != NULL))
 		return;
-	/* Racing first callers dlopen the same handle and store the same values. */
-	void *h = dlopen("libgcc_s.so.1", RTLD_NOW);
+	/* Racing first callers dlopen the same handle and store the same values.
+	 * The C library's dlopen, not libppl's export, then what that does. */
+	static void *_Atomic real_dlopen;
+	void *h = ((void *(*)(const char *, int))vp_libc_fn(&real_dlopen, "dlopen", NULL))(
+		"libgcc_s.so.1", RTLD_NOW);
+	if (h)
+		tls_after_dlopen();
 	void *fu = h ? dlsym(h, "_Unwind_ForcedUnwind") : NULL;
 	void *gc = h ? dlsym(h, "_Unwind_GetCFA") : NULL;
 	if (fu == NULL || gc == NULL)

@@ -1,0 +1,98 @@
+/* Kernel threads and the process, named by the kernel's ids, for vpindep:
+ * their scheduling class and affinity, signals to one kernel thread, the
+ * process's identity, a kernel thread's sleep and yield.  vpindep makes no
+ * system call of its own (test/unit/check_vpindep_syscalls.sh): a VP
+ * backend whose VPs are not threads of one process changes these alone.
+ * Each is one raw system call with the kernel's conventions. */
+#include <errno.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "vp_backend.h"
+#include "vpdep.h"
+
+int vp_task_setscheduler(pid_t task, int policy, const struct sched_param *p)
+{
+	return (int)syscall(SYS_sched_setscheduler, task, policy, p);
+}
+
+int vp_task_setparam(pid_t task, const struct sched_param *p)
+{
+	return (int)syscall(SYS_sched_setparam, task, p);
+}
+
+int vp_task_getscheduler(pid_t task)
+{
+	return (int)syscall(SYS_sched_getscheduler, task);
+}
+
+int vp_task_getparam(pid_t task, struct sched_param *p)
+{
+	return (int)syscall(SYS_sched_getparam, task, p);
+}
+
+long vp_task_getaffinity(pid_t task, size_t size, void *set)
+{
+	return syscall(SYS_sched_getaffinity, task, size, set);
+}
+
+int vp_task_setaffinity(pid_t task, size_t size, const void *set)
+{
+	return (int)syscall(SYS_sched_setaffinity, task, size, set);
+}
+
+static int minus_errno(int err)
+{
+	if (err == 0)
+		return 0;
+	errno = err;
+	return -1;
+}
+
+int vp_kthread_kill(pid_t tid, int sig)
+{
+	return minus_errno(vp_backend_ops()->kill(tid, sig));
+}
+
+int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si)
+{
+	return minus_errno(vp_backend_ops()->sigqueue(tid, sig, si));
+}
+
+pid_t vp_process_id(void)
+{
+	return getpid();
+}
+
+bool vp_is_initial_kthread(void)
+{
+	return vp_gettid() == getpid();
+}
+
+int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
+{
+	return syscall(SYS_clock_nanosleep, clk, flags, req, rem) == 0 ? 0 : errno;
+}
+
+void vp_kthread_yield(void)
+{
+	syscall(SYS_sched_yield);
+}
+
+/* glibc's RSEQ_SIG (sysdeps/unix/sysv/linux/<cpu>/bits/rseq.h): the kernel
+ * unregisters an area only with the signature it was registered with. */
+#if defined(__x86_64__)
+#define RSEQ_SIG 0x53053053u
+#elif defined(__aarch64__) && !defined(__AARCH64EB__)
+#define RSEQ_SIG 0xd428bc00u   /* BRK #0x45E0 */
+#elif defined(__aarch64__)
+#define RSEQ_SIG 0x00bc28d4u
+#else
+#error "add the C library's RSEQ_SIG for this architecture"
+#endif
+
+int vp_rseq_unregister(void *area, uint32_t size)
+{
+	return syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 ? 0 : errno;
+}
