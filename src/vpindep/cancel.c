@@ -86,6 +86,17 @@ static int libc_bits(struct ult *t, int clear, int set)
 	return tp ? tls_cancel_bits(tp, clear, set) : -1;
 }
 
+/* The C library is already unwinding t: its cancellable call found
+ * CANCELED and set EXITING (libppl's own acting sets ACTING first).  Its
+ * unwinder reaches libppl's hook (libc_acts) by itself, and on the way may
+ * hold the dynamic loader's locks (its first unwind dlopens libgcc_s):
+ * the signal handler must not unwind t from there. */
+static bool libc_unwinding(struct ult *t)
+{
+	int g = libc_bits(t, 0, 0);
+	return g >= 0 && (g & TLS_CANCEL_EXITING);
+}
+
 /* Inside one of the C library's cancellable calls (it set ASYNC there),
  * for a thread whose own type is deferred. */
 static bool in_libc_call(struct ult *t, int c)
@@ -396,6 +407,8 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 	struct ult *c = atomic_load_explicit(&v->cp_ult, memory_order_seq_cst);
 	if (c != NULL && c == v->current &&
 	    acts_deferred(atomic_load_explicit(&c->cancel, memory_order_seq_cst))) {
+		if (libc_unwinding(c))
+			return;   /* its hook undoes the mark and acts */
 		if (pc >= text_lo && pc < text_hi)
 			goto again;   /* around the call */
 		/* In the C library's call, a cancellation point. */
@@ -413,7 +426,7 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 			goto again;
 		cancel_act();
 	}
-	if (!acts_async(tc))
+	if (!acts_async(tc) || libc_unwinding(t))
 		return;
 	if (pc >= text_lo && pc < text_hi)
 		return;   /* inside libppl: its exits check (cancel_async_check) */
