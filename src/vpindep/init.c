@@ -86,6 +86,11 @@ static struct vproc *vproc_new(int id)
 	memset(v, 0, sizeof *v);
 	v->heap = heap;
 	v->heap_cap = heap_cap;
+	if (timer_heap_init(v) != 0) {
+		free(v->heap);
+		free(v);
+		return NULL;
+	}
 	v->vp.id = id;
 	atomic_store(&v->next_deadline, INT64_MAX);
 	atomic_store(&v->cur_prio, -1);

@@ -84,6 +84,8 @@ struct timer {
 };
 
 void timer_arm(struct timer *tm, int64_t deadline_mono_ns, void (*fire)(struct timer *));
+/* v's first TIMER_HEAP_FIRST slots, by the thread that makes v; ENOMEM. */
+int timer_heap_init(struct vproc *v);
 /* Remove tm if pending; if it is firing, wait until fire() returns. */
 void timer_cancel(struct timer *tm);
 /* Run the expired timers of `vp`; returns ns until its next deadline or -1. */
@@ -549,6 +551,7 @@ bool deadlock_snapshot(unsigned long *mark);
 void deadlock_report(void);
 int monitor_own_kthreads(void);
 unsigned long monitor_handoffs(void);
+unsigned long monitor_handoff_fails(void);   /* lends that found no spare */
 /* ---- preemption (preempt.c) ---------------------------------------------------
  * Time-slice preemption from a per-VP tick signal; docs/preemption.md. */
 

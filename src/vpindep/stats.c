@@ -23,12 +23,13 @@ void ppl_stats_report(void)
 		pe += v->stats.preempts;
 		pd += v->stats.preempts_deferred;
 	}
-	char buf[256];
+	char buf[320];
 	int n = snprintf(buf, sizeof buf,
 			 "libppl stats: vps=%d backend=%s threads-created=%lu switches=%lu "
-			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu preemptions=%lu "
-			 "preemptions-deferred=%lu\n",
-			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(), pe, pd);
+			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu handoffs-failed=%lu "
+			 "preemptions=%lu preemptions-deferred=%lu\n",
+			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(),
+			 monitor_handoff_fails(), pe, pd);
 	if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
 		/* nothing to do */
 	}
