@@ -414,6 +414,7 @@ void ppl_runtime_fork_child(void)
 	v->lender = NULL;
 	v->spare = false;
 	atomic_store_explicit(&v->cancel_sig, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->cancel_inflight, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->cp_ult, NULL, memory_order_relaxed);
 	atomic_store_explicit(&v->preempt_pending, false, memory_order_relaxed);
 	vp_fork_child(&v->vp);

@@ -250,6 +250,7 @@ struct vproc {
 	unsigned long preempt_switches; /* stats.switches when it was deferred */
 	unsigned long tick_switches;    /* stats.switches at the last tick */
 	_Atomic int cancel_sig;    /* set before pthread_cancel signals this VP (cancel.c) */
+	_Atomic int cancel_inflight;   /* its signals sent and not yet handled (cancel.c) */
 	struct ult *_Atomic cp_ult; /* thread in a cancellable system call on this
 				    * VP's kernel thread, or NULL (cancel.c) */
 	void (*cp_undo)(void *);   /* its cancel_syscall_enter arguments */
