@@ -32,6 +32,7 @@ enum {
 	REAL_GETATTR_NP,
 	REAL_ATTR_INIT,
 	REAL_ATTR_SETDETACHSTATE,
+	REAL_ATTR_SETSTACKSIZE,
 	REAL_ATTR_GETSTACK,
 	REAL_ATTR_DESTROY,
 	REAL_COUNT
@@ -40,7 +41,7 @@ enum {
 static const char *const names[REAL_COUNT] = {
 	"pthread_create",     "pthread_exit",        "pthread_self",
 	"pthread_getattr_np", "pthread_attr_init",   "pthread_attr_setdetachstate",
-	"pthread_attr_getstack", "pthread_attr_destroy",
+	"pthread_attr_setstacksize", "pthread_attr_getstack", "pthread_attr_destroy",
 };
 
 static void *_Atomic real[REAL_COUNT];
@@ -58,7 +59,35 @@ typedef pthread_t (*self_fn)(void);
 typedef int (*getattr_fn)(pthread_t, pthread_attr_t *);
 typedef int (*attr_fn)(pthread_attr_t *);
 typedef int (*setdetach_fn)(pthread_attr_t *, int);
+typedef int (*setstacksize_fn)(pthread_attr_t *, size_t);
 typedef int (*getstack_fn)(const pthread_attr_t *, void **, size_t *);
+
+/* The stack of every kernel thread libppl makes (VPs, spares, the
+ * monitor).  User threads run on stacks of their own; a kernel thread's
+ * own stack holds only libppl's scheduler and monitor loops, which use a
+ * few KiB, and the signal handlers that land while it is idle (the
+ * application's too, as on any thread of a process that has not blocked
+ * them).  The C library's default, RLIMIT_STACK (8 MiB), cost one hand-off
+ * to a spare 8 MiB of address space: under `ulimit -v` of 1 GiB a hundred
+ * threads blocked in read() used it all.  256 KiB leaves a handler as much
+ * as PTHREAD_STACK_MIN sixteen times over; the C library adds its guard
+ * page below it. */
+#define KTHREAD_STACK_SIZE (256u << 10)
+
+/* Detached attributes with libppl's kernel-thread stack size. */
+static int kthread_attr(pthread_attr_t *a)
+{
+	int err = ((attr_fn)resolve(REAL_ATTR_INIT))(a);
+	if (err)
+		return err;
+	/* Detached: nobody joins a VP; its resources go when it ends. */
+	err = ((setdetach_fn)resolve(REAL_ATTR_SETDETACHSTATE))(a, PTHREAD_CREATE_DETACHED);
+	if (err == 0)
+		err = ((setstacksize_fn)resolve(REAL_ATTR_SETSTACKSIZE))(a, KTHREAD_STACK_SIZE);
+	if (err)
+		((attr_fn)resolve(REAL_ATTR_DESTROY))(a);
+	return err;
+}
 
 static void *kthread_main(void *p)
 {
@@ -73,17 +102,12 @@ static void *kthread_main(void *p)
 static int kthread_create(struct vp *vp)
 {
 	pthread_attr_t a;
-	int err = ((attr_fn)resolve(REAL_ATTR_INIT))(&a);
+	int err = kthread_attr(&a);
 	if (err)
 		return err;
-	/* Detached: nobody joins a VP; its resources go when it ends. */
-	err = ((setdetach_fn)resolve(REAL_ATTR_SETDETACHSTATE))(&a, PTHREAD_CREATE_DETACHED);
-	if (err)
-		goto out;
 	/* The C library stores the handle before the thread starts, so the
 	 * new VP may read vp->handle at once. */
 	err = ((create_fn)resolve(REAL_CREATE))((pthread_t *)&vp->handle, &a, kthread_main, vp);
-out:
 	((attr_fn)resolve(REAL_ATTR_DESTROY))(&a);
 	return err;
 }
@@ -112,8 +136,8 @@ static void *helper_main(void *p)
 	return NULL;
 }
 
-/* Detached, with the C library's default attributes; vp_enter is not
- * called, so vp_current() stays NULL there. */
+/* Detached, with kthread_attr's stack; vp_enter is not called, so
+ * vp_current() stays NULL there. */
 static int kthread_helper(void (*fn)(void *), void *arg)
 {
 	struct helper_start *h = malloc(sizeof *h);
@@ -122,13 +146,11 @@ static int kthread_helper(void (*fn)(void *), void *arg)
 	h->fn = fn;
 	h->arg = arg;
 	pthread_attr_t a;
-	int err = ((attr_fn)resolve(REAL_ATTR_INIT))(&a);
+	int err = kthread_attr(&a);
 	if (err)
 		goto fail;
-	err = ((setdetach_fn)resolve(REAL_ATTR_SETDETACHSTATE))(&a, PTHREAD_CREATE_DETACHED);
 	pthread_t t;
-	if (err == 0)
-		err = ((create_fn)resolve(REAL_CREATE))(&t, &a, helper_main, h);
+	err = ((create_fn)resolve(REAL_CREATE))(&t, &a, helper_main, h);
 	((attr_fn)resolve(REAL_ATTR_DESTROY))(&a);
 	if (err)
 		goto fail;

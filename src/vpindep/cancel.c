@@ -86,6 +86,17 @@ static int libc_bits(struct ult *t, int clear, int set)
 	return tp ? tls_cancel_bits(tp, clear, set) : -1;
 }
 
+/* The C library is already unwinding t: its cancellable call found
+ * CANCELED and set EXITING (libppl's own acting sets ACTING first).  Its
+ * unwinder reaches libppl's hook (libc_acts) by itself, and on the way may
+ * hold the dynamic loader's locks (its first unwind dlopens libgcc_s):
+ * the signal handler must not unwind t from there. */
+static bool libc_unwinding(struct ult *t)
+{
+	int g = libc_bits(t, 0, 0);
+	return g >= 0 && (g & TLS_CANCEL_EXITING);
+}
+
 /* Inside one of the C library's cancellable calls (it set ASYNC there),
  * for a thread whose own type is deferred. */
 static bool in_libc_call(struct ult *t, int c)
@@ -295,13 +306,31 @@ void cancel_syscall_leave(struct vproc *v, bool eintr)
 /* Signal v's kernel thread out of the call its thread is in, then give
  * the handler time to run before the caller looks again (round: how many
  * times it has). */
-static void kick_vp(struct vproc *v, int round)
+/* Send CANCEL_SIGNAL to v's kernel thread unless one sent before has not
+ * been handled yet (or `force`).  The signal is a real-time one, so the
+ * kernel queues every instance, and SA_NODEFER delivers them all at once,
+ * nested, when the kernel thread next runs: a canceller that kicked every
+ * 100 us a kernel thread that waited 30 ms for a CPU stacked ~3 KiB per
+ * instance on it and overflowed the 2*SIGSTKSZ alternate stack of glibc's
+ * tst-cancelx20 (SIGSEGV, 1 run in 10). */
+static void send_kick(struct vproc *v, bool force, const char *why)
 {
 	atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
+	if (!force && atomic_load_explicit(&v->cancel_inflight, memory_order_acquire) > 0)
+		return;
+	atomic_fetch_add_explicit(&v->cancel_inflight, 1, memory_order_acq_rel);
 	int err = vp_signal(&v->vp, CANCEL_SIGNAL);
-	if (err)
-		ppl_fatal("cannot signal VP %d to cancel a system call: %s", v->vp.id,
-			  strerror(err));
+	if (err) {
+		atomic_fetch_sub_explicit(&v->cancel_inflight, 1, memory_order_relaxed);
+		ppl_fatal("cannot signal VP %d %s: %s", v->vp.id, why, strerror(err));
+	}
+}
+
+static void kick_vp(struct vproc *v, int round)
+{
+	/* Every 50th round regardless: a signal that never arrived must not
+	 * stop the kicks for good. */
+	send_kick(v, round % 50 == 49, "to cancel a system call");
 	sched_sleep_until(clock_now_ns(CLOCK_MONOTONIC) + (round < 10 ? 100000 : 2000000));
 }
 
@@ -387,6 +416,13 @@ static void chain(int sig, siginfo_t *si, void *uc)
 static void async_signal(int sig, siginfo_t *si, void *uc)
 {
 	struct vproc *v = (struct vproc *)vp_current();
+	if (v != NULL) {   /* one fewer in flight, never below 0 */
+		int n = atomic_load_explicit(&v->cancel_inflight, memory_order_relaxed);
+		while (n > 0 && !atomic_compare_exchange_weak_explicit(&v->cancel_inflight, &n, n - 1,
+									memory_order_acq_rel,
+									memory_order_relaxed))
+			;
+	}
 	if (v == NULL || !atomic_exchange_explicit(&v->cancel_sig, 0, memory_order_acq_rel)) {
 		chain(sig, si, uc);   /* not ours */
 		return;
@@ -396,6 +432,8 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 	struct ult *c = atomic_load_explicit(&v->cp_ult, memory_order_seq_cst);
 	if (c != NULL && c == v->current &&
 	    acts_deferred(atomic_load_explicit(&c->cancel, memory_order_seq_cst))) {
+		if (libc_unwinding(c))
+			return;   /* its hook undoes the mark and acts */
 		if (pc >= text_lo && pc < text_hi)
 			goto again;   /* around the call */
 		/* In the C library's call, a cancellation point. */
@@ -413,7 +451,7 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 			goto again;
 		cancel_act();
 	}
-	if (!acts_async(tc))
+	if (!acts_async(tc) || libc_unwinding(t))
 		return;
 	if (pc >= text_lo && pc < text_hi)
 		return;   /* inside libppl: its exits check (cancel_async_check) */
@@ -472,10 +510,6 @@ int ppl_pthread_cancel(pthread_t th)
 	struct vproc *v = t->vp;
 	if (v == NULL)
 		return 0;
-	atomic_store_explicit(&v->cancel_sig, 1, memory_order_release);
-	int err = vp_signal(&v->vp, CANCEL_SIGNAL);
-	if (err)
-		ppl_fatal("cannot signal VP %d for asynchronous cancellation: %s", v->vp.id,
-			  strerror(err));
+	send_kick(v, false, "for asynchronous cancellation");
 	return 0;
 }

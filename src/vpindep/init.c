@@ -95,6 +95,11 @@ static struct vproc *vproc_new(int id)
 	memset(v, 0, sizeof *v);
 	v->heap = heap;
 	v->heap_cap = heap_cap;
+	if (timer_heap_init(v) != 0) {
+		free(v->heap);
+		free(v);
+		return NULL;
+	}
 	v->vp.id = id;
 	atomic_store(&v->next_deadline, INT64_MAX);
 	atomic_store(&v->cur_prio, -1);
@@ -422,6 +427,7 @@ void ppl_runtime_fork_child(void)
 	v->lender = NULL;
 	v->spare = false;
 	atomic_store_explicit(&v->cancel_sig, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->cancel_inflight, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->cp_ult, NULL, memory_order_relaxed);
 	atomic_store_explicit(&v->preempt_pending, false, memory_order_relaxed);
 	vp_fork_child(&v->vp);

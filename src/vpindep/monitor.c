@@ -49,6 +49,7 @@ static struct {
 	_Atomic int kthreads;        /* kernel threads libppl made, with main's */
 	_Atomic bool idle_check;     /* every VP went idle: look for a deadlock */
 	_Atomic unsigned long handoffs; /* written by the monitor only */
+	_Atomic unsigned long handoff_fails;   /* no spare could be made */
 	bool reported;               /* a deadlock was reported ... */
 	unsigned long reported_mark; /* ... at this progress mark */
 } mon = { .kthreads = 1 };
@@ -66,6 +67,11 @@ int monitor_own_kthreads(void)
 unsigned long monitor_handoffs(void)
 {
 	return atomic_load_explicit(&mon.handoffs, memory_order_relaxed);
+}
+
+unsigned long monitor_handoff_fails(void)
+{
+	return atomic_load_explicit(&mon.handoff_fails, memory_order_relaxed);
 }
 
 void monitor_kick(void)
@@ -188,6 +194,10 @@ static struct vproc *spare_get(void)
 	if (s == NULL)
 		return NULL;
 	memset(s, 0, sizeof *s);
+	if (timer_heap_init(s) != 0) {
+		free(s);
+		return NULL;
+	}
 	atomic_store(&s->next_deadline, INT64_MAX);
 	atomic_store(&s->cur_prio, -1);
 	atomic_store(&s->retired, true);
@@ -196,6 +206,7 @@ static struct vproc *spare_get(void)
 	int id = ppl_rt.nvps_total;
 	if (id >= PPL_MAX_VPS) {
 		spin_unlock(&ppl_rt.lock);
+		free(s->heap);
 		free(s);
 		return NULL;
 	}
@@ -209,6 +220,7 @@ static struct vproc *spare_get(void)
 		ppl_rt.vps[id] = NULL;
 		ppl_rt.nvps_total = id;
 		spin_unlock(&ppl_rt.lock);
+		free(s->heap);
 		free(s);
 		return NULL;
 	}
@@ -221,8 +233,13 @@ static struct vproc *spare_get(void)
 static void lend(struct vproc *v, bool announced)
 {
 	struct vproc *s = spare_get();
-	if (s == NULL)
-		return;   /* no kernel thread to be had: the work waits for v */
+	if (s == NULL) {
+		/* No kernel thread to be had (RLIMIT_AS, RLIMIT_NPROC, ...): the
+		 * call goes on without a hand-off and v's work waits for it, or
+		 * for the next look, when a spare may be had. */
+		atomic_fetch_add_explicit(&mon.handoff_fails, 1, memory_order_relaxed);
+		return;
+	}
 	spin_lock(&mon.lock);
 	int in = SYS_IN;
 	if (atomic_load_explicit(&v->lent_to, memory_order_relaxed) != NULL ||

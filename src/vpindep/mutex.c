@@ -404,9 +404,14 @@ int ppl_pthread_mutex_destroy(pthread_mutex_t *pm)
 	    (atomic_load_explicit(&m->state, memory_order_relaxed) != 0 ||
 	     atomic_load_explicit(&m->nusers, memory_order_relaxed) != 0))
 		return EBUSY;
-	/* Wait out an unlocker still inside release_slow. */
-	spin_lock(&m->lock);
-	spin_unlock(&m->lock);
+	/* Wait out an unlocker still inside release_slow.  Not for a robust
+	 * kind: it has no such lock, and the same word holds its holder's
+	 * token, left there by an owner that died holding it (a thread, a
+	 * forked child), so waiting for it hung (glibc's tst-robust-fork). */
+	if (((unsigned)kind & MK_ROBUST) == 0) {
+		spin_lock(&m->lock);
+		spin_unlock(&m->lock);
+	}
 	atomic_store_explicit(&m->kind, MK_DESTROYED, memory_order_relaxed);
 	return 0;
 }

@@ -84,6 +84,8 @@ struct timer {
 };
 
 void timer_arm(struct timer *tm, int64_t deadline_mono_ns, void (*fire)(struct timer *));
+/* v's first TIMER_HEAP_FIRST slots, by the thread that makes v; ENOMEM. */
+int timer_heap_init(struct vproc *v);
 /* Remove tm if pending; if it is firing, wait until fire() returns. */
 void timer_cancel(struct timer *tm);
 /* Run the expired timers of `vp`; returns ns until its next deadline or -1. */
@@ -254,6 +256,7 @@ struct vproc {
 	unsigned long preempt_switches; /* stats.switches when it was deferred */
 	unsigned long tick_switches;    /* stats.switches at the last tick */
 	_Atomic int cancel_sig;    /* set before pthread_cancel signals this VP (cancel.c) */
+	_Atomic int cancel_inflight;   /* its signals sent and not yet handled (cancel.c) */
 	struct ult *_Atomic cp_ult; /* thread in a cancellable system call on this
 				    * VP's kernel thread, or NULL (cancel.c) */
 	void (*cp_undo)(void *);   /* its cancel_syscall_enter arguments */
@@ -561,6 +564,7 @@ bool deadlock_snapshot(unsigned long *mark);
 void deadlock_report(void);
 int monitor_own_kthreads(void);
 unsigned long monitor_handoffs(void);
+unsigned long monitor_handoff_fails(void);   /* lends that found no spare */
 /* ---- preemption (preempt.c) ---------------------------------------------------
  * Time-slice preemption from a per-VP tick signal; docs/preemption.md. */
 

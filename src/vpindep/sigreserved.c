@@ -109,10 +109,25 @@ int ppl_kill(pid_t pid, int sig)
 	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
 }
 
+/* POSIX: in a threaded program raise is pthread_kill(pthread_self()).  The
+ * C library's raise sends to the calling kernel thread, where a signal the
+ * user thread blocks would stay pending after the thread moved on, and go
+ * to whichever thread runs there next (glibc's
+ * tst-pthread-raise-blocked-self, after a sleep). */
 int ppl_raise(int sig)
 {
 	if (sig_reserved(sig))
 		return refuse();
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v != NULL ? v->current : NULL;
+	if (self != NULL && !self->foreign) {
+		int err = ppl_pthread_kill((pthread_t)self, sig);
+		if (err) {
+			errno = err;
+			return -1;
+		}
+		return 0;
+	}
 	return ((int (*)(int))ppl_next_fn(&next_raise, "raise"))(sig);
 }
 

@@ -23,13 +23,14 @@ void ppl_stats_report(void)
 		pe += v->stats.preempts;
 		pd += v->stats.preempts_deferred;
 	}
-	char buf[320];
+	char buf[512];
 	int n = snprintf(buf, sizeof buf,
 			 "libppl stats: vps=%d backend=%s threads-created=%lu switches=%lu "
-			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu preemptions=%lu "
-			 "preemptions-deferred=%lu tls=%s ldt-entries=%u\n",
-			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(), pe, pd,
-			 tls_mode_name(), ctx_tls_selectors_used());
+			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu handoffs-failed=%lu "
+			 "preemptions=%lu preemptions-deferred=%lu tls=%s ldt-entries=%u
+",
+			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(),
+			 monitor_handoff_fails(), pe, pd, tls_mode_name(), ctx_tls_selectors_used());
 	if (n > 0)
 		vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }

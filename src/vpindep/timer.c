@@ -6,6 +6,7 @@
  * fire() without the lock; timer_cancel() waits out a firing timer, so once
  * it returns the timer's memory may be reused (its thread may wait again).
  * vp->next_deadline mirrors heap[0] so other VPs can look without the lock. */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "pthread_impl.h"
@@ -63,6 +64,25 @@ static void heap_delete(struct vproc *v, size_t i)
 	publish_next(v);
 }
 
+#define TIMER_HEAP_FIRST 64
+
+/* Allocated by whoever makes the VP, not by its kernel thread: a kernel
+ * thread's first malloc gives it a malloc arena of its own (64 MiB of
+ * address space reserved, up to 8 per CPU), and each spare that armed a
+ * timer made one: under RLIMIT_AS 1 GiB above the process, 1,000 threads
+ * blocked in read() left no room for the spares they needed. */
+int timer_heap_init(struct vproc *v)
+{
+	if (v->heap_cap >= TIMER_HEAP_FIRST)
+		return 0;
+	struct timer **h = realloc(v->heap, TIMER_HEAP_FIRST * sizeof *h);
+	if (h == NULL)
+		return ENOMEM;
+	v->heap = h;
+	v->heap_cap = TIMER_HEAP_FIRST;
+	return 0;
+}
+
 void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
 {
 	struct vproc *v = (struct vproc *)vp_current();
@@ -72,7 +92,7 @@ void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
 	tm->owner = v;
 	spin_lock(&v->timer_lock);
 	if (v->heap_len == v->heap_cap) {
-		size_t cap = v->heap_cap ? 2 * v->heap_cap : 64;
+		size_t cap = v->heap_cap ? 2 * v->heap_cap : TIMER_HEAP_FIRST;
 		/* timer_lock is held: no preemption in a replaced malloc (preempt.c) */
 		struct timer **h = realloc(v->heap, cap * sizeof *h);
 		if (h == NULL) {

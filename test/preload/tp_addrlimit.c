@@ -8,7 +8,12 @@
  *    create 20,000 detached threads with 16 MiB stacks;
  *  - glibc's tst-pthread-getattr: after RLIMIT_STACK is lowered, every page
  *    of the initial thread's stack as pthread_getattr_np reports it can be
- *    reached. */
+ *    reached;
+ *  - RLIMIT_AS 1 GiB above what the process maps: 1,000 threads with
+ *    64 KiB stacks block in read() on a pipe at once, then are released
+ *    and joined (a thread library that hands each blocked call's other
+ *    work to a kernel thread must not run out of address space doing so:
+ *    a hang, killed by the child's alarm). */
 #define _GNU_SOURCE 1
 #include <alloca.h>
 #include <errno.h>
@@ -155,6 +160,39 @@ static void stack_top(void)
 	CHECK((reached & ~(page - 1)) == ((uintptr_t)addr & ~(page - 1)));
 }
 
+#define READERS 1000
+static int reader_pipe[2];
+static atomic_int readers_in;
+
+static void *reader(void *arg)
+{
+	char c;
+	atomic_fetch_add(&readers_in, 1);
+	CHECK(read(reader_pipe[0], &c, 1) == 1);
+	return arg;
+}
+
+static void blocked_readers(void)
+{
+	alarm(30);
+	CHECK(pipe(reader_pipe) == 0);
+	limit_as((rlim_t)vm_size_kib() * 1024 + (1UL << 30));
+	static pthread_t t[READERS];
+	pthread_attr_t a;
+	CHECK_OK(pthread_attr_init(&a));
+	CHECK_OK(pthread_attr_setstacksize(&a, 64 << 10));
+	for (int i = 0; i < READERS; i++)
+		CHECK_OK(pthread_create(&t[i], &a, reader, NULL));
+	while (atomic_load(&readers_in) < READERS)
+		usleep(1000);
+	usleep(100 * 1000);   /* into read() */
+	static char bytes[READERS];
+	CHECK(write(reader_pipe[1], bytes, READERS) == READERS);
+	for (int i = 0; i < READERS; i++)
+		CHECK_OK(pthread_join(t[i], NULL));
+	CHECK_OK(pthread_attr_destroy(&a));
+}
+
 static void in_child(const char *name, void (*fn)(void), int with_thread)
 {
 	fflush(stdout);
@@ -188,6 +226,7 @@ int main(void)
 		in_child("stack top", stack_top, w);
 		in_child("create detached", create_detached, w);
 		in_child("many threads", many_threads, w);
+		in_child("blocked readers", blocked_readers, w);
 	}
 	puts("addrlimit: ok");
 	return 0;
