@@ -169,6 +169,9 @@ struct ult {
 				    * only by itself, installed on its VP when it resumes */
 	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
 	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these (signal.c) */
+	uintptr_t sig_unsafe;      /* the frame of its outermost handler that runs over
+				    * code where it may not be switched out (the C
+				    * library's), or 0 (preempt.c) */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
@@ -562,6 +565,13 @@ void preempt_deferred_run(void);
 /* A thread of higher priority than v's current was queued on v: preempt
  * v's current as soon as it is safe (v may be the caller's own VP). */
 void preempt_for_priority(struct vproc *v, const struct ult *t);
+
+/* The trampoline runs an application handler over the interrupted
+ * context uc: enter says whether the thread may be switched out meanwhile
+ * (not over the C library's code), leave pays a preemption the handler
+ * made due (it woke a higher priority thread) or has the tick come back. */
+void preempt_handler_enter(const void *uc);
+void preempt_handler_leave(const void *uc);
 
 /* A safe point at a libppl entry point: no libppl lock held, about to
  * return to the application.  Pays a deferred preemption, if one is owed. */

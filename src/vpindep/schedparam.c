@@ -74,6 +74,7 @@ static int set_params(struct ult *t, int policy, const struct sched_param *p)
 		sched_prio_changed();
 	else
 		sched_requeue(t);
+	preempt_point();   /* t may now outrank the caller */
 	return 0;
 }
 

@@ -56,6 +56,7 @@ static struct ult *tcb_get(void)
 	t->saved_errno = 0;
 	t->cpu_ns = t->cpu_since = 0;
 	t->cpu_clock = 0;
+	t->sig_unsafe = 0;
 	t->result = NULL;
 	spin_init(&t->lock);
 	t->detached = t->joined = false;
