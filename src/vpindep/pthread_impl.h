@@ -101,6 +101,7 @@ enum ult_state {
 };
 
 #define PPL_KEY_BLOCK 32
+#define PPL_PRIO_HELD 8    /* PI/PP mutexes a thread holds with effect */
 #define PPL_KEY_BLOCKS (PTHREAD_KEYS_MAX / PPL_KEY_BLOCK)
 
 struct ult {
@@ -205,6 +206,12 @@ struct ult {
 	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
 				    * thread of the parent, absent in a forked child */
 	unsigned robust_held;      /* robust mutexes it holds (mutex_robust.c); 0 at exit */
+	/* priority protocols (mutex_prio.c), under its prio_lock */
+	void *prio_held[PPL_PRIO_HELD]; /* PI and PP mutexes it holds */
+	int prio_ceil[PPL_PRIO_HELD];   /* their ceilings, -1 for PI */
+	int prio_nheld;
+	void *prio_wait;           /* PI mutex it waits for, or NULL */
+	struct ult *prio_next;     /* list of threads with prio_nheld > 0 */
 };
 
 /* struct ult's `cancel` word */
@@ -474,6 +481,9 @@ void sig_vp_init(struct vproc *v);
 /* The class (VP_CLASS) a VP's kernel thread takes while t runs there. */
 static inline int ult_kclass(const struct ult *t)
 {
+	/* Boosted by a PI or PP mutex (mutex_prio.c): real-time at that priority. */
+	if (ppl_unlikely(t->prio > t->sched_param.sched_priority))
+		return VP_CLASS(t->sched_policy == SCHED_RR ? SCHED_RR : SCHED_FIFO, t->prio);
 	return VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
 }
 /* Give v's kernel thread the class of t, which runs there: a compare, and

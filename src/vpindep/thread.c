@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mutex_robust.h"
+#include "mutex_prio.h"
 #include "pthread_impl.h"
 
 #define TCB_CACHE_MAX 256   /* TCBs kept with their stacks; see stack.c on fork */
@@ -57,6 +58,8 @@ static struct ult *tcb_get(void)
 	t->cpu_ns = t->cpu_since = 0;
 	t->cpu_clock = 0;
 	t->sig_unsafe = 0;
+	t->prio_nheld = 0;
+	t->prio_wait = NULL;
 	t->result = NULL;
 	spin_init(&t->lock);
 	t->detached = t->joined = false;
@@ -354,6 +357,9 @@ _Noreturn void ult_finish(struct ult *self)
 	/* What the kernel does for a dying kernel thread's robust list. */
 	if (self->robust_held != 0)   /* the call sets up a stack canary */
 		robust_thread_exit(self);
+	/* PI/PP mutexes it exits holding (undefined): forget them. */
+	if (self->prio_nheld != 0)
+		prio_thread_exit(self);
 	if (self->foreign && !self->is_main)
 		vp_kthread_exit(self->result);
 	/* glibc: when the last thread exits, the process exits with status 0. */
