@@ -64,6 +64,7 @@ static void set_prio(struct ult *t, int p, struct changed *c)
 	if (t->prio == p)
 		return;
 	t->prio = p;
+	ult_update_kclass(t);
 	if (c->n < CHAIN_MAX + 1)
 		c->t[c->n++] = t;
 }
@@ -203,6 +204,7 @@ void prio_base_changed(struct ult *t)
 		return;
 	spin_lock(&prio_lock);
 	t->prio = owed(t);
+	ult_update_kclass(t);
 	spin_unlock(&prio_lock);
 }
 

@@ -138,7 +138,9 @@ struct ult {
 	int sched_policy;
 	struct sched_param sched_param;
 	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
-				    * and SCHED_RR, 0 otherwise (sched.c orders by it) */
+				    * and SCHED_RR, 0 otherwise (sched.c orders by it),
+				    * or a PI/PP boost above it (mutex_prio.c) */
+	int kclass;                /* its VP's kernel class while it runs (ult_kclass) */
 	bool inherit_sched;
 	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
 				    * the process's; freed when the TCB is recycled */
@@ -481,10 +483,17 @@ void sig_vp_init(struct vproc *v);
 /* The class (VP_CLASS) a VP's kernel thread takes while t runs there. */
 static inline int ult_kclass(const struct ult *t)
 {
-	/* Boosted by a PI or PP mutex (mutex_prio.c): real-time at that priority. */
+	return t->kclass;
+}
+/* What ult_kclass gives, computed whenever t's policy, priority or boost
+ * changes (ult_set_sched, mutex_prio.c): a thread boosted by a PI or PP
+ * mutex is real-time at that priority. */
+static inline void ult_update_kclass(struct ult *t)
+{
 	if (ppl_unlikely(t->prio > t->sched_param.sched_priority))
-		return VP_CLASS(t->sched_policy == SCHED_RR ? SCHED_RR : SCHED_FIFO, t->prio);
-	return VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
+		t->kclass = VP_CLASS(t->sched_policy == SCHED_RR ? SCHED_RR : SCHED_FIFO, t->prio);
+	else
+		t->kclass = VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
 }
 /* Give v's kernel thread the class of t, which runs there: a compare, and
  * one system call only when they differ (vp_set_class). */
@@ -641,6 +650,7 @@ static inline void ult_set_sched(struct ult *t, int policy, const struct sched_p
 	t->sched_policy = policy;
 	t->sched_param = *p;
 	t->prio = sched_prio_of(policy, p);
+	ult_update_kclass(t);
 }
 void key_run_destructors(struct ult *t);
 void ult_recycle(struct ult *t);
