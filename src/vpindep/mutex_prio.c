@@ -18,6 +18,10 @@
  *    the owner's next recomputation reads.
  *  - A thread holds at most PPL_PRIO_HELD such mutexes with effect; more
  *    lock and unlock as usual without changing priorities. */
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "mutex_prio.h"
 #include "pthread_impl.h"
 
@@ -91,6 +95,23 @@ static void apply(struct changed *c)
 	}
 }
 
+/* The caller's priority changed: its kernel thread's class follows, on
+ * its VP (sched_class_sync) or, with a kernel thread of its own (the
+ * initial thread before the first pthread_create, a foreign thread),
+ * directly.  Without privilege the kernel refuses, and only the user-level
+ * priority changes. */
+static void kernel_class(struct ult *self, struct vproc *v)
+{
+	if (v != NULL && v->current == self) {
+		sched_class_sync(self, v);
+		return;
+	}
+	struct sched_param p = { .sched_priority = VP_CLASS_PRIO(self->kclass) };
+	int saved = errno;
+	if (syscall(SYS_sched_setscheduler, 0, VP_CLASS_POLICY(self->kclass), &p) != 0)
+		errno = saved;
+}
+
 void prio_block(pthread_mutex_t *m)
 {
 	struct ult *self = ult_self();
@@ -140,10 +161,9 @@ void prio_locked(pthread_mutex_t *m, int ceiling)
 	spin_unlock(&prio_lock);
 	if (c.n) {
 		struct vproc *v = (struct vproc *)vp_current();
-		if (v && v->current == self) {
+		if (v && v->current == self)
 			atomic_store_explicit(&v->cur_prio, self->prio, memory_order_relaxed);
-			sched_class_sync(self, v);
-		}
+		kernel_class(self, v);
 	}
 }
 
@@ -174,8 +194,10 @@ void prio_unlocked(pthread_mutex_t *m)
 	 * no lock is held (a cond wait unlocks under its cond's lock), else
 	 * at the next safe point. */
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || v->current != self)
+	if (v == NULL || v->current != self) {
+		kernel_class(self, v);
 		return;
+	}
 	if (v->vp.crit == 0) {
 		sched_prio_changed();
 		return;
