@@ -124,6 +124,7 @@ int ppl_pthread_barrier_wait(pthread_barrier_t *pb)
 		chain = t->next;
 		sched_wake(t);
 	}
+	preempt_point();
 	return PTHREAD_BARRIER_SERIAL_THREAD;
 }
 

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "mutex_prio.h"
 #include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
@@ -179,18 +180,48 @@ static __attribute__((noinline)) int acquire_slow(struct mutex *m, int kind,
 		return wait_pshared(m, abstime, clk);
 
 	struct ult *self = ult_self();
+	bool pi = ((unsigned)kind & MK_PI) != 0;
 	for (;;) {
+		/* Priority inheritance: the owner chain runs at our priority
+		 * while we wait (mutex_prio.c). */
+		if (pi)
+			prio_block((pthread_mutex_t *)m);
 		spin_lock(&m->lock);
 		if (atomic_exchange_explicit(&m->state, 2, memory_order_acquire) == 0) {
 			spin_unlock(&m->lock);
+			if (pi)
+				prio_unblock((pthread_mutex_t *)m);
 			return 0;
 		}
 		waitq_push(&m->q, self);
 		/* A signal ends the park but not the wait: contend again. */
 		int err = sched_park_flags(&m->lock, &m->q, abstime, clk, PARK_INTR);
-		if (err != 0 && err != EINTR)
+		if (err != 0 && err != EINTR) {
+			if (pi)
+				prio_unblock((pthread_mutex_t *)m);
 			return err;
+		}
 	}
+}
+
+int mutex_top_waiter(pthread_mutex_t *pm)
+{
+	struct mutex *m = M(pm);
+	spin_lock(&m->lock);
+	int p = waitq_empty(&m->q) ? -1 : m->q.head->prio;
+	spin_unlock(&m->lock);
+	return p;
+}
+
+static inline int ceiling_of(int kind)
+{
+	return (int)(((unsigned)kind & MK_CEIL_MASK) >> MK_CEIL_SHIFT);
+}
+
+/* The PI and PP protocols apply (at user level: private mutexes only). */
+static inline bool prio_protocol(int kind)
+{
+	return ((unsigned)kind & (MK_PI | MK_PP)) != 0 && ((unsigned)kind & MK_PSHARED) == 0;
 }
 
 /* State was 2: release and wake one waiter. */
@@ -263,6 +294,9 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 			/* other kinds deadlock (or time out) like glibc's */
 		}
 	}
+	/* As glibc: a caller above the ceiling may not lock a PP mutex. */
+	if (((unsigned)kind & MK_PP) && prio_current() > ceiling_of(kind))
+		return EINVAL;
 	uint32_t zero = 0;
 	if (!atomic_compare_exchange_strong_explicit(&m->state, &zero, 1, memory_order_acquire,
 						     memory_order_relaxed)) {
@@ -276,6 +310,8 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 		set_owner(m, kind);
 		m->count = 1;
 	}
+	if (prio_protocol(kind))
+		prio_locked((pthread_mutex_t *)m, (unsigned)kind & MK_PP ? ceiling_of(kind) : -1);
 	return 0;
 }
 
@@ -359,6 +395,8 @@ static __attribute__((noinline)) int unlock_checked(struct mutex *m, int kind)
 		atomic_store_explicit(&m->owner, 0, memory_order_relaxed);
 	}
 	release(m, kind);
+	if (prio_protocol(kind))
+		prio_unlocked((pthread_mutex_t *)m);
 	preempt_point();
 	return 0;
 }
@@ -447,7 +485,7 @@ int ppl_pthread_mutex_getprioceiling(const pthread_mutex_t *pm, int *prioceiling
 	int kind = atomic_load_explicit(&((struct mutex *)pm)->kind, memory_order_relaxed);
 	if (((unsigned)kind & MK_PP) == 0 || kind == MK_DESTROYED)
 		return EINVAL;
-	*prioceiling = (int)(((unsigned)kind & MK_CEIL_MASK) >> MK_CEIL_SHIFT);
+	*prioceiling = ceiling_of(kind);
 	return 0;
 }
 

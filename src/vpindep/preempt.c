@@ -151,6 +151,40 @@ static bool work_waiting(struct vproc *self)
 	return false;
 }
 
+/* Whether t runs a handler that interrupted the C library (its frame is
+ * still below the recorded one: a handler left by siglongjmp is over). */
+static bool in_unsafe_handler(struct ult *t)
+{
+	uintptr_t f = t->sig_unsafe;
+	if (ppl_likely(f == 0))
+		return false;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	if (sp < f && f - sp < ((uintptr_t)64 << 20))
+		return true;
+	t->sig_unsafe = 0;
+	return false;
+}
+
+/* The due timers of v, then of the other VPs. */
+static void run_due_timers(struct vproc *v)
+{
+	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
+		timer_run_expired(v);
+	int64_t now = -1;
+	for (int i = 0; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		if (o == NULL || o == v)
+			continue;
+		int64_t d = atomic_load_explicit(&o->next_deadline, memory_order_relaxed);
+		if (d == INT64_MAX)
+			continue;
+		if (now < 0)
+			now = clock_now_ns(CLOCK_MONOTONIC);
+		if (d <= now)
+			timer_run_expired(o);
+	}
+}
+
 /* ---- the handler --------------------------------------------------------------- */
 
 /* What the tick should do to v's current thread `cur`, by POSIX's
@@ -178,6 +212,14 @@ static void tick_body(void *uc)
 	bool kick = atomic_exchange_explicit(&v->prio_kick, false, memory_order_relaxed);
 	if (v->current == NULL || v->bound_to != NULL)
 		return;   /* the VP's idle loop */
+	/* A sleeper due on a VP whose thread computes: nobody else fires its
+	 * timer, and it may outrank that thread (a real-time one is never
+	 * switched out for a slice).  Also another VP's: idle, it may be
+	 * asleep with a kernel class that this busy one keeps off a shared
+	 * CPU (the wake-up raises it).  Not inside a lock: the timer's
+	 * wake-up takes run-queue and wait-queue locks. */
+	if (v->vp.crit == 0)
+		run_due_timers(v);
 	unsigned long sw = v->stats.switches;
 	bool owed = pending_take(v);
 	if (!owed && !kick && sw != v->tick_switches) {
@@ -188,7 +230,7 @@ static void tick_body(void *uc)
 	int verdict = tick_verdict(v, cur, kick && !owed);
 	if (verdict == 0)
 		return;
-	if (vp_in_crit(&v->vp) || protected_pc(vp_signal_pc(uc)) ||
+	if (vp_in_crit(&v->vp) || protected_pc(vp_signal_pc(uc)) || in_unsafe_handler(cur) ||
 	    atomic_load_explicit(&cur->state, memory_order_relaxed) != ULT_RUNNING) {
 		pending_set(v);
 		/* Come back at the next scheduler tick rather than a slice later. */
@@ -223,7 +265,7 @@ static void tick(void *uc)
 void preempt_deferred_run(void)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || v->current == NULL || vp_in_crit(&v->vp))
+	if (v == NULL || v->current == NULL || vp_in_crit(&v->vp) || in_unsafe_handler(v->current))
 		return;
 	if (!pending_take(v))
 		return;
@@ -237,6 +279,31 @@ void preempt_deferred_run(void)
 		sched_yield_min(cur->prio + 1, cur->sched_policy == SCHED_FIFO);
 	else
 		sched_yield_min(cur->prio, false);
+}
+
+void preempt_handler_enter(const void *uc)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v->current == NULL || slice_ns == 0 || in_unsafe_handler(v->current))
+		return;
+	if (protected_pc(vp_signal_pc(uc)))
+		v->current->sig_unsafe = (uintptr_t)uc;
+}
+
+void preempt_handler_leave(const void *uc)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v->current == NULL)
+		return;
+	struct ult *cur = v->current;
+	if (cur->sig_unsafe == (uintptr_t)uc)
+		cur->sig_unsafe = 0;
+	if (!atomic_load_explicit(&v->preempt_pending, memory_order_relaxed))
+		return;
+	if (v->vp.crit == 0 && !in_unsafe_handler(cur) && !protected_pc(vp_signal_pc(uc)))
+		preempt_deferred_run();   /* the handler woke it: it runs now */
+	else if (slice_ns != 0)
+		vp_tick_soon(&v->vp, 1);  /* at the first safe tick */
 }
 
 void preempt_for_priority(struct vproc *v, const struct ult *t)

@@ -103,6 +103,7 @@ enum ult_state {
 };
 
 #define PPL_KEY_BLOCK 32
+#define PPL_PRIO_HELD 8    /* PI/PP mutexes a thread holds with effect */
 #define PPL_KEY_BLOCKS (PTHREAD_KEYS_MAX / PPL_KEY_BLOCK)
 
 struct ult {
@@ -144,7 +145,9 @@ struct ult {
 	int sched_policy;
 	struct sched_param sched_param;
 	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
-				    * and SCHED_RR, 0 otherwise (sched.c orders by it) */
+				    * and SCHED_RR, 0 otherwise (sched.c orders by it),
+				    * or a PI/PP boost above it (mutex_prio.c) */
+	int kclass;                /* its VP's kernel class while it runs (ult_kclass) */
 	bool inherit_sched;
 	int nice;                  /* its nice value (nice.c), inherited at create */
 	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
@@ -177,6 +180,9 @@ struct ult {
 				    * only by itself, installed on its VP when it resumes */
 	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
 	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these (signal.c) */
+	uintptr_t sig_unsafe;      /* the frame of its outermost handler that runs over
+				    * code where it may not be switched out (the C
+				    * library's), or 0 (preempt.c) */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
@@ -210,6 +216,12 @@ struct ult {
 	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
 				    * thread of the parent, absent in a forked child */
 	unsigned robust_held;      /* robust mutexes it holds (mutex_robust.c); 0 at exit */
+	/* priority protocols (mutex_prio.c), under its prio_lock */
+	void *prio_held[PPL_PRIO_HELD]; /* PI and PP mutexes it holds */
+	int prio_ceil[PPL_PRIO_HELD];   /* their ceilings, -1 for PI */
+	int prio_nheld;
+	void *prio_wait;           /* PI mutex it waits for, or NULL */
+	struct ult *prio_next;     /* list of threads with prio_nheld > 0 */
 };
 
 /* struct ult's `cancel` word */
@@ -486,7 +498,17 @@ void sig_vp_init(struct vproc *v);
 /* The class (VP_CLASS) a VP's kernel thread takes while t runs there. */
 static inline int ult_kclass(const struct ult *t)
 {
-	return VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
+	return t->kclass;
+}
+/* What ult_kclass gives, computed whenever t's policy, priority or boost
+ * changes (ult_set_sched, mutex_prio.c): a thread boosted by a PI or PP
+ * mutex is real-time at that priority. */
+static inline void ult_update_kclass(struct ult *t)
+{
+	if (ppl_unlikely(t->prio > t->sched_param.sched_priority))
+		t->kclass = VP_CLASS(t->sched_policy == SCHED_RR ? SCHED_RR : SCHED_FIFO, t->prio);
+	else
+		t->kclass = VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
 }
 /* Give v's kernel thread the class of t, which runs there: a compare, and
  * one system call only when they differ (vp_set_class). */
@@ -579,6 +601,13 @@ void preempt_deferred_run(void);
  * v's current as soon as it is safe (v may be the caller's own VP). */
 void preempt_for_priority(struct vproc *v, const struct ult *t);
 
+/* The trampoline runs an application handler over the interrupted
+ * context uc: enter says whether the thread may be switched out meanwhile
+ * (not over the C library's code), leave pays a preemption the handler
+ * made due (it woke a higher priority thread) or has the tick come back. */
+void preempt_handler_enter(const void *uc);
+void preempt_handler_leave(const void *uc);
+
 /* A safe point at a libppl entry point: no libppl lock held, about to
  * return to the application.  Pays a deferred preemption, if one is owed. */
 static inline void preempt_point(void)
@@ -652,6 +681,7 @@ static inline void ult_set_sched(struct ult *t, int policy, const struct sched_p
 	t->sched_policy = policy;
 	t->sched_param = *p;
 	t->prio = sched_prio_of(policy, p);
+	ult_update_kclass(t);
 }
 void key_run_destructors(struct ult *t);
 void ult_recycle(struct ult *t);

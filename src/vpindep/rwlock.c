@@ -11,13 +11,18 @@
  *    a waiter that times out was removed from its queue by its timer, under
  *    l->lock, and owns nothing.
  *  - A thread waits only if it cannot take the lock now: a writer holds it,
- *    or (writer) readers hold it, or (reader, PREFER_WRITER_NONRECURSIVE)
- *    a writer is queued.  So whenever l->lock is free, rq is non-empty only
- *    while a writer holds the lock or one is queued, and wq only while the
- *    lock is held.  A writer that times out re-checks that (it may have been
- *    the queued writer readers were waiting behind) and admits them.
- *  - On release, a writer is preferred if the kind is NONRECURSIVE or no
- *    reader waits; otherwise every waiting reader is admitted together.
+ *    or (writer) readers hold it, or (reader) a writer is queued and the
+ *    kind is PREFER_WRITER_NONRECURSIVE or that writer has a real-time
+ *    priority at least the reader's (POSIX's rule for SCHED_FIFO and
+ *    SCHED_RR threads; reader_barred).  So whenever l->lock is free, rq is
+ *    non-empty only while a writer holds the lock or one is queued, and wq
+ *    only while the lock is held.  A writer that times out re-checks that
+ *    (it may have been the queued writer readers were waiting behind) and
+ *    admits them.
+ *  - On release, a writer is preferred if the kind is NONRECURSIVE, no
+ *    reader waits or it bars the first reader; otherwise the waiting
+ *    readers it does not bar are admitted together (all of them, unless
+ *    real-time writers wait).
  *  - `writer` holds the owning writer's token (thread id; with the pid for
  *    process-shared locks) for EDEADLK; `kind` is glibc's __flags at 48.
  *
@@ -97,23 +102,49 @@ static int check_time(clockid_t clk, const struct timespec *abstime)
 	return 0;
 }
 
-/* Pop what may run now into a chain to wake, l->lock held, lock free. */
-static struct ult *grant(struct rwlock *l)
+/* POSIX's rule for real-time threads (Thread Execution Scheduling): a
+ * reader of priority `prio` does not get the lock while a writer of a
+ * real-time priority at least as high waits.  The queues are ordered by
+ * priority, so the first writer is the one that counts.  Priority-0
+ * writers bar nobody: SCHED_OTHER threads keep glibc's reader preference.
+ * Private locks only (l->lock held). */
+static inline bool reader_barred(struct rwlock *l, int prio)
 {
-	struct ult *chain = NULL, *t;
-	if ((writer_preferred(l) || waitq_empty(&l->u.p.rq)) && !waitq_empty(&l->u.p.wq)) {
-		t = waitq_pop(&l->u.p.wq);
-		l->writer = token_of(l, t);
-		t->next = NULL;
-		return t;
-	}
-	while (l->readers < MAX_READERS && (t = waitq_pop(&l->u.p.rq)) != NULL) {
+	struct ult *w = l->u.p.wq.head;
+	if (ppl_likely(w == NULL) || waitq_empty(&l->u.p.wq))
+		return false;
+	w = l->u.p.wq.head;
+	return w->prio > 0 && w->prio >= prio;
+}
+
+/* Pop the waiting readers that may read now (no writer holds the lock)
+ * into chain, highest priority first. */
+static struct ult *admit_readers(struct rwlock *l, struct ult *chain)
+{
+	struct ult *t;
+	while (l->readers < MAX_READERS && !waitq_empty(&l->u.p.rq) &&
+	       !reader_barred(l, l->u.p.rq.head->prio)) {
+		t = waitq_pop(&l->u.p.rq);
 		l->readers++;
 		/* Popped threads stay BLOCKED until sched_wake: their link is ours. */
 		t->next = chain;
 		chain = t;
 	}
 	return chain;
+}
+
+/* Pop what may run now into a chain to wake, l->lock held, lock free. */
+static struct ult *grant(struct rwlock *l)
+{
+	if (!waitq_empty(&l->u.p.wq) &&
+	    (writer_preferred(l) || waitq_empty(&l->u.p.rq) ||
+	     reader_barred(l, l->u.p.rq.head->prio))) {
+		struct ult *t = waitq_pop(&l->u.p.wq);
+		l->writer = token_of(l, t);
+		t->next = NULL;
+		return t;
+	}
+	return admit_readers(l, NULL);
 }
 
 static void wake_chain(struct ult *chain)
@@ -162,7 +193,8 @@ static int rdlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 			err = try ? EBUSY : EDEADLK;
 		} else if (l->writer == 0 &&
 			   !(writer_preferred(l) &&
-			     (l->pshared ? l->u.s.wwait != 0 : !waitq_empty(&l->u.p.wq)))) {
+			     (l->pshared ? l->u.s.wwait != 0 : !waitq_empty(&l->u.p.wq))) &&
+			   (l->pshared || !reader_barred(l, self->prio))) {
 			if (l->readers == MAX_READERS) {
 				err = EAGAIN;
 			} else {
@@ -223,11 +255,12 @@ static int wrlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 			if (err == 0)
 				return 0;         /* handed over: l->writer == me */
 			/* Timed out or signalled: readers may have been queued
-			 * behind us only.  A signal ends the park, not the wait. */
+			 * behind us only (or behind our priority, while readers
+			 * hold the lock).  A signal ends the park, not the wait. */
 			spin_lock(&l->lock);
 			struct ult *chain = NULL;
-			if (l->writer == 0 && waitq_empty(&l->u.p.wq))
-				chain = grant(l);
+			if (l->writer == 0)
+				chain = admit_readers(l, NULL);
 			spin_unlock(&l->lock);
 			wake_chain(chain);
 			if (err != EINTR)

@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mutex_prio.h"
 #include "pthread_impl.h"
 
 int sched_check(int policy, const struct sched_param *p)
@@ -71,10 +72,12 @@ static int set_params(struct ult *t, int policy, const struct sched_param *p)
 	if (tid && vp_task_setscheduler(tid, policy, p) != 0)
 		return errno;
 	ult_set_sched(t, policy, p);
+	prio_base_changed(t);   /* it keeps what PI/PP mutexes give it */
 	if (t == ult_self())
 		sched_prio_changed();
 	else
 		sched_requeue(t);
+	preempt_point();   /* t may now outrank the caller */
 	return 0;
 }
 

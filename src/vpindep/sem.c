@@ -184,8 +184,10 @@ int ppl_sem_post(sem_t *sem)
 			return fail(EOVERFLOW);
 	} while (!atomic_compare_exchange_weak_explicit(&s->data, &d, d + 1, memory_order_release,
 							memory_order_relaxed));
-	if ((d >> SEM_NWAITERS_SHIFT) != 0)
+	if ((d >> SEM_NWAITERS_SHIFT) != 0) {
 		wake_one(s);
+		preempt_point();
+	}
 	return 0;
 }
 

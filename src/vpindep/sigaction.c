@@ -81,6 +81,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 				struct sigaction k = wrapped_action(&acts.app[sig]);
 				vp_sigaction(sig, &k, NULL);
 			}
+			preempt_handler_leave(uc);   /* it may have woken target */
 			return;
 		}
 		sig_tkill_info(&tkill, sig);   /* the poker is this process */
@@ -98,10 +99,12 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	struct vp *vp = vp_current();
 	if (vp != NULL)
 		vp->kmask = vp_get_sigmask();
+	preempt_handler_enter(uc);
 	if (flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
+	preempt_handler_leave(uc);
 	/* sigreturn gives this kernel thread (maybe another one by now) the
 	 * mask of the interrupted code. */
 	vp = vp_current();

@@ -267,7 +267,9 @@ static int kill_ult(struct ult *t, int sig)
 
 int ppl_pthread_kill(pthread_t th, int sig)
 {
-	return kill_ult((struct ult *)th, sig);
+	int err = kill_ult((struct ult *)th, sig);
+	preempt_point();   /* a thread woken from sigwait may outrank the caller */
+	return err;
 }
 
 int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)

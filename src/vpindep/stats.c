@@ -27,8 +27,7 @@ void ppl_stats_report(void)
 	int n = snprintf(buf, sizeof buf,
 			 "libppl stats: vps=%d backend=%s threads-created=%lu switches=%lu "
 			 "parks=%lu wakes=%lu steals=%lu syscalls=%lu handoffs=%lu handoffs-failed=%lu "
-			 "preemptions=%lu preemptions-deferred=%lu tls=%s ldt-entries=%u
-",
+			 "preemptions=%lu preemptions-deferred=%lu tls=%s ldt-entries=%u\n",
 			 ppl_rt.nvps, vp_backend_name(), cr, sw, pk, wk, st, sc, monitor_handoffs(),
 			 monitor_handoff_fails(), pe, pd, tls_mode_name(), ctx_tls_selectors_used());
 	if (n > 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "mutex_robust.h"
+#include "mutex_prio.h"
 #include "pthread_impl.h"
 #include "schedhooks.h"
 
@@ -55,6 +56,9 @@ static struct ult *tcb_get(void)
 	t->saved_errno = 0;
 	t->cpu_ns = t->cpu_since = 0;
 	t->cpu_clock = 0;
+	t->sig_unsafe = 0;
+	t->prio_nheld = 0;
+	t->prio_wait = NULL;
 	t->result = NULL;
 	spin_init(&t->lock);
 	t->detached = t->joined = false;
@@ -370,6 +374,9 @@ _Noreturn void ult_finish(struct ult *self)
 	/* What the kernel does for a dying kernel thread's robust list. */
 	if (self->robust_held != 0)   /* the call sets up a stack canary */
 		robust_thread_exit(self);
+	/* PI/PP mutexes it exits holding (undefined): forget them. */
+	if (self->prio_nheld != 0)
+		prio_thread_exit(self);
 	if (self->foreign && !self->is_main)
 		vp_kthread_exit(self->result);
 	/* glibc: when the last thread exits, the process exits with status 0. */

@@ -125,8 +125,17 @@ void timer_cancel(struct timer *tm)
 		}
 		spin_unlock(&v->timer_lock);
 	}
-	while (atomic_load_explicit(&tm->state, memory_order_acquire) == TIMER_FIRING)
-		cpu_relax();
+	/* The firer may be a VP that the kernel ranks below this one on a
+	 * shared CPU (a real-time thread whose timer a lower VP's tick fired):
+	 * let it run now and then, as a busy spin lock does. */
+	for (unsigned n = 0; atomic_load_explicit(&tm->state, memory_order_acquire) == TIMER_FIRING; n++) {
+		if (n < 4096) {
+			cpu_relax();
+		} else {
+			spin_wait_long();
+			n = 0;
+		}
+	}
 	tm->owner = NULL;
 }
 
