@@ -151,6 +151,9 @@ static bool work_waiting(struct vproc *self)
 	return false;
 }
 
+/* Ticks a handler over the C library keeps its VP (about 4 ms each). */
+#define HANDLER_DEFERS 5
+
 /* Whether t runs a handler that interrupted the C library (its frame is
  * still below the recorded one: a handler left by siglongjmp is over). */
 static bool in_unsafe_handler(struct ult *t)
@@ -218,7 +221,7 @@ static void tick_body(void *uc)
 	 * asleep with a kernel class that this busy one keeps off a shared
 	 * CPU (the wake-up raises it).  Not inside a lock: the timer's
 	 * wake-up takes run-queue and wait-queue locks. */
-	if (v->vp.crit == 0)
+	if (!vp_in_crit(&v->vp))
 		run_due_timers(v);
 	unsigned long sw = v->stats.switches;
 	bool owed = pending_take(v);
@@ -230,7 +233,18 @@ static void tick_body(void *uc)
 	int verdict = tick_verdict(v, cur, kick && !owed);
 	if (verdict == 0)
 		return;
-	if (vp_in_crit(&v->vp) || protected_pc(vp_signal_pc(uc)) || in_unsafe_handler(cur) ||
+	/* A handler over the C library is not switched out at once (a thread it
+	 * yields to could block the VP on a lock the interrupted code holds),
+	 * but not forever either: one that spins waiting for another thread
+	 * of its VP (which NPTL runs beside it) would hang.  After
+	 * HANDLER_DEFERS ticks the risk of a VP blocked until the monitor
+	 * hands it off is the lesser one. */
+	bool hold = false;
+	if (in_unsafe_handler(cur))
+		hold = v->handler_defers++ < HANDLER_DEFERS;
+	if (!hold)
+		v->handler_defers = 0;
+	if (vp_in_crit(&v->vp) || protected_pc(vp_signal_pc(uc)) || hold ||
 	    atomic_load_explicit(&cur->state, memory_order_relaxed) != ULT_RUNNING) {
 		pending_set(v);
 		/* Come back at the next scheduler tick rather than a slice later. */
@@ -300,7 +314,7 @@ void preempt_handler_leave(const void *uc)
 		cur->sig_unsafe = 0;
 	if (!atomic_load_explicit(&v->preempt_pending, memory_order_relaxed))
 		return;
-	if (v->vp.crit == 0 && !in_unsafe_handler(cur) && !protected_pc(vp_signal_pc(uc)))
+	if (!vp_in_crit(&v->vp) && !in_unsafe_handler(cur) && !protected_pc(vp_signal_pc(uc)))
 		preempt_deferred_run();   /* the handler woke it: it runs now */
 	else if (slice_ns != 0)
 		vp_tick_soon(&v->vp, 1);  /* at the first safe tick */

@@ -263,6 +263,7 @@ struct vproc {
 	/* preemption (preempt.c): written by this VP's own code and its tick
 	 * handler, which runs on the same kernel thread */
 	_Atomic bool preempt_pending;   /* a deferred preemption is owed */
+	unsigned char handler_defers;   /* ticks deferred for a handler over the C library (preempt.c) */
 	_Atomic bool prio_kick;    /* a thread of higher priority than current was
 				    * queued here: preempt at once (preempt.c) */
 	unsigned long preempt_switches; /* stats.switches when it was deferred */
