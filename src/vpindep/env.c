@@ -116,5 +116,14 @@ void ppl_env_init(void)
 		else
 			bad("PPL_DEADLOCK", s, "expected 'abort', 'warn' or 'off'");
 	}
+	s = env("PPL_PROCESS_SIGNALS");
+	if (s) {
+		if (strcmp(s, "thread") == 0)
+			ppl_env_sigroute = true;
+		else if (strcmp(s, "vp") == 0)
+			ppl_env_sigroute = false;
+		else
+			bad("PPL_PROCESS_SIGNALS", s, "expected 'thread' or 'vp'");
+	}
 	ppl_rt.debug = (int)int_var("PPL_DEBUG", 0, 3, 0, "expected a debug level from 0 to 3");
 }

@@ -18,6 +18,7 @@
  * while pthread_cancel was never called); a stray one sent from elsewhere
  * is ignored by libppl's handlers. */
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -89,6 +90,16 @@ int ppl_kill(pid_t pid, int sig)
 {
 	if (sig_reserved(sig) && pid == getpid())
 		return refuse();
+	if (pid == getpid() && sig >= 1 && sig <= 64) {
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		si.si_signo = sig;
+		si.si_code = SI_USER;
+		si.si_pid = pid;
+		si.si_uid = getuid();
+		if (sig_send_process(sig, &si))
+			return 0;
+	}
 	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
 }
 
@@ -96,6 +107,18 @@ int ppl_raise(int sig)
 {
 	if (sig_reserved(sig))
 		return refuse();
+	/* In a user thread: to that thread, as glibc's raise (a tgkill of the
+	 * VP's kernel thread would reach whatever thread runs there when the
+	 * signal is blocked). */
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v != NULL && v->current != NULL && atomic_load(&ppl_rt.started) == 1) {
+		int err = ppl_pthread_kill((pthread_t)v->current, sig);
+		if (err != 0) {
+			errno = err;
+			return -1;
+		}
+		return 0;
+	}
 	return ((int (*)(int))ppl_next_fn(&next_raise, "raise"))(sig);
 }
 
@@ -103,6 +126,17 @@ int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 {
 	if (sig_reserved(sig) && pid == getpid())
 		return refuse();
+	if (pid == getpid() && sig >= 1 && sig <= 64) {
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = pid;
+		si.si_uid = getuid();
+		si.si_value = value;
+		if (sig_send_process(sig, &si))
+			return 0;
+	}
 	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
 		pid, sig, value);
 }
