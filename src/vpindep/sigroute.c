@@ -110,8 +110,8 @@ static void nudge(struct ult *t, int sig)
 static struct ult *choose(uint64_t b, struct ult *here)
 {
 	struct ult *m = &ppl_rt.main_ult;
-	if (m->is_main && takes(m, b) && !stuck(m))
-		return m;
+	if (m->is_main && takes(m, b))
+		return m;   /* as the kernel: the leader if it does not block it */
 	if (here != NULL && takes(here, b))
 		return here;
 	struct ult *fallback = NULL;
@@ -145,12 +145,12 @@ static void claim(int sig, const siginfo_t *si, struct ult *to)
 }
 
 /* The claim of sig is t's to take: it is its target, or the target cannot
- * take it now (gone, blocks it, parked where a signal does not wake it),
- * or there is none. */
+ * take it any more (gone, blocks it), or there is none (a target parked
+ * where a signal does not wake it keeps it until the catcher's look). */
 static bool mine(struct ult *t, int sig)
 {
 	struct ult *to = atomic_load_explicit(&rt.target[sig], memory_order_relaxed);
-	return to == NULL || to == t || !takes(to, bit(sig)) || stuck(to);
+	return to == NULL || to == t || !takes(to, bit(sig));
 }
 
 bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_asked)
