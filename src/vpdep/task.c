@@ -6,6 +6,7 @@
  * Each is one raw system call with the kernel's conventions. */
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,4 +96,14 @@ void vp_kthread_yield(void)
 int vp_rseq_unregister(void *area, uint32_t size)
 {
 	return syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 ? 0 : errno;
+}
+
+int vp_process_kill(int sig)
+{
+	return minus_errno(vp_backend_ops()->kill_process(sig, NULL));
+}
+
+int vp_kthread_sigtimedwait(uint64_t set, siginfo_t *si, const struct timespec *timeout)
+{
+	return (int)syscall(SYS_rt_sigtimedwait, &set, si, timeout, sizeof set);
 }

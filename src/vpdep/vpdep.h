@@ -176,6 +176,12 @@ long vp_task_getaffinity(pid_t task, size_t size, void *set);
 int vp_task_setaffinity(pid_t task, size_t size, const void *set);
 /* `sig` to the kernel thread tid of this process (tgkill): 0 or -1/errno. */
 int vp_kthread_kill(pid_t tid, int sig);
+/* `sig` to the whole process (kill): 0 or -1/errno. */
+int vp_process_kill(int sig);
+/* The calling kernel thread waits for one of the signals of `set` (bit
+ * sig-1), at most *timeout if not NULL (sigtimedwait): the signal, or
+ * -1/errno. */
+int vp_kthread_sigtimedwait(uint64_t set, siginfo_t *si, const struct timespec *timeout);
 /* `sig` with *si to the kernel thread tid of this process
  * (rt_tgsigqueueinfo; the kernel takes si_code < 0 only): 0 or -1/errno. */
 int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si);

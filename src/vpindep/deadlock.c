@@ -35,6 +35,11 @@ void deadlock_track(struct ult *t)
 						      memory_order_relaxed));
 }
 
+struct ult *deadlock_all(void)
+{
+	return atomic_load_explicit(&all, memory_order_acquire);
+}
+
 static bool live(struct ult *t)
 {
 	int st = atomic_load_explicit(&t->state, memory_order_acquire);

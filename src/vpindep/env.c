@@ -178,6 +178,15 @@ void ppl_env_init(void)
 		else if (strcmp(s, "m:n") != 0)
 			bad("PPL_SYSTEM_SCOPE", s, "expected 'm:n' or 'bound'");
 	}
+	s = env("PPL_PROCESS_SIGNALS");
+	if (s) {
+		if (strcmp(s, "thread") == 0)
+			ppl_env_sigroute = true;
+		else if (strcmp(s, "vp") == 0)
+			ppl_env_sigroute = false;
+		else
+			bad("PPL_PROCESS_SIGNALS", s, "expected 'thread' or 'vp'");
+	}
 	ppl_rt.debug = (int)int_var("PPL_DEBUG", 0, 3, 0, "expected a debug level from 0 to 3");
 	sched_debug_env();
 }

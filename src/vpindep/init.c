@@ -191,6 +191,7 @@ static int restart_vps(void)
 	ppl_rt.nvps = err ? ppl_rt.nvps_total : n;
 	monitor_start();
 	atomic_store_explicit(&ppl_rt.started, 1, memory_order_release);
+	sig_catcher_start();
 	return 0;
 }
 
@@ -233,6 +234,7 @@ int ppl_runtime_start(void)
 			return EAGAIN;
 		}
 		vp_adopt(&v0->vp);
+		sig_vp_init(v0);   /* the mask its kernel thread has: main's */
 		/* Whatever the program blocked while it was single-threaded. */
 		m->sigmask = vp_get_sigmask();
 		sig_adopt_pending(m);
@@ -270,6 +272,7 @@ int ppl_runtime_start(void)
 		monitor_start();
 	atomic_store_explicit(&ppl_rt.started, 1, memory_order_release);
 	spin_unlock(&ppl_rt.lock);
+	sig_catcher_start();
 	return err;
 }
 
@@ -396,6 +399,7 @@ void ppl_runtime_fork_child(void)
 	atomic_store_explicit(&ppl_rt.nsleeping, 0, memory_order_relaxed);
 	atomic_store_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
 	monitor_fork_child();
+	sig_claims_fork_child();
 	if (v == NULL) {
 		/* Forked by a kernel thread libppl did not create: the child
 		 * starts afresh, with that thread as its initial thread. */

@@ -183,6 +183,7 @@ struct ult {
 	uintptr_t sig_unsafe;      /* the frame of its outermost handler that runs over
 				    * code where it may not be switched out (the C
 				    * library's), or 0 (preempt.c) */
+	bool sig_yielding;         /* yields after a handler it took (sigroute.c) */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
@@ -525,6 +526,39 @@ static inline void sched_class_sync(const struct ult *t, struct vproc *v)
 void sched_class_raise(struct vproc *v, const struct ult *t);
 /* A new thread's mask is `set` instead of its creator's (attribute). */
 void sig_thread_mask(struct ult *t, const sigset_t *set);
+/* ---- process-directed signals (sigroute.c) ---- */
+/* Claimed by the process, not yet taken by a thread (bit sig-1). */
+extern _Atomic uint64_t sig_claims;
+/* The trampoline got process-directed `sig` on a kernel thread where
+ * `here` runs (NULL: none, or the catcher): true if the handler runs here
+ * now; otherwise sig is a claim of the process, to be taken by another
+ * thread.  here_asked: the kernel thread had it unblocked for here for a
+ * while (sigsuspend, ppoll ...) though here blocks it. */
+bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_asked);
+/* Take the claim of sig for self (its target, or anyone's), its siginfo
+ * into *si; waiting: self waits for it in sigwait (blocks it). */
+bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting);
+/* self, on its VP with its mask installed: run the handlers of the claims
+ * it may take, each raised on this kernel thread with its siginfo. */
+void sig_take_claims(struct ult *self, bool yield);
+/* The claims t may take now (a park a signal ends does not begin then). */
+uint64_t sig_claims_for(struct ult *t);
+/* sigaction.c: run the application's action for sig, taken by the calling
+ * user thread, whose mask is thread_mask, with si. */
+void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask);
+/* kill or sigqueue of this process from a user thread, for a signal with
+ * a handler: routed here and now, as the kernel would at once (the handler
+ * runs in the caller before this returns if it is the one chosen).  False
+ * if the caller must leave it to the kernel. */
+bool sig_send_process(int sig, const siginfo_t *si);
+void sig_catcher_start(void);
+void sig_catcher_wake(void);
+void sig_claims_fork_child(void);
+/* sigaction.c: the signals the kernel runs the trampoline for. */
+uint64_t sig_wrapped_set(void);
+/* deadlock.c: every TCB ever allocated, linked by all_next. */
+struct ult *deadlock_all(void);
+
 /* Called by a user thread each time it resumes: give its kernel thread its
  * scheduling class and its signal mask if its VP has others, and raise
  * what is pending for it. */
@@ -533,7 +567,8 @@ static inline void sig_resumed(struct ult *self)
 	struct vproc *v = (struct vproc *)vp_current();
 	sched_class_sync(self, v);
 	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
-			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0))
+			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
+			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
 }
 /* ---- blocking system calls (monitor.c, blocking.c, deadlock.c) ------------------- */
@@ -578,6 +613,9 @@ void monitor_note_idle(void);
 void monitor_reclaim(struct vproc *v);
 /* deadlock.c: 0 (off), 1 (warn), 2 (abort), from PPL_DEADLOCK */
 extern int ppl_env_deadlock PPL_HIDDEN;
+/* PPL_PROCESS_SIGNALS=thread: process-directed signals run in a user thread
+ * that takes them (sigroute.c); vp (the default): on the VP that took them. */
+extern bool ppl_env_sigroute PPL_HIDDEN;
 /* Record a TCB allocated by tcb_get (the deadlock check walks them all). */
 void deadlock_track(struct ult *t);
 /* Does the process look deadlocked?  *mark counts its progress so far (two

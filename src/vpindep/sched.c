@@ -772,7 +772,8 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 		/* A signal sent before park_lock was visible: its sender did not
 		 * wake us (sched_interrupt), so it is ours to see. */
 		if ((flags & PARK_INTR) &&
-		    (atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~self->sigmask)) {
+		    ((atomic_load_explicit(&self->sigpending, memory_order_seq_cst) |
+		      sig_claims_for(self)) & ~self->sigmask)) {
 			if (q)
 				waitq_remove(q, self);
 			atomic_store_explicit(&self->park_lock, NULL, memory_order_relaxed);

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <string.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "pthread_impl.h"
 
@@ -43,6 +44,11 @@ static bool is_wrapped(int sig)
 	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) & bit(sig);
 }
 
+uint64_t sig_wrapped_set(void)
+{
+	return atomic_load_explicit(&acts.wrapped, memory_order_acquire);
+}
+
 bool sig_has_handler(int sig)
 {
 	return is_wrapped(sig);
@@ -59,6 +65,18 @@ static struct sigaction wrapped_action(const struct sigaction *a)
 	return k;
 }
 
+/* A signal sent to this kernel thread for the thread it runs: tgkill from
+ * this process (pthread_kill, raise), or the kernel's
+ * own for the call the thread made (SIGPIPE, SIGXFSZ). */
+static bool directed_here(int sig, const siginfo_t *si)
+{
+	if (si->si_pid != vp_process_id())
+		return false;
+	if (si->si_code == SI_TKILL)
+		return true;
+	return si->si_code == SI_USER && (sig == SIGPIPE || sig == SIGXFSZ);
+}
+
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
@@ -72,20 +90,37 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	siginfo_t tkill;
+	struct vproc *here_vp = (struct vproc *)vp_current();
+	struct ult *here = here_vp ? here_vp->current : NULL;
 	void *target = vp_poke_target(si);
+	bool run;
 	if (target != NULL) {
 		/* pthread_kill's nudge (signal.c): the handler runs only for
-		 * the thread it was for, if that thread runs here. */
-		if (!sig_poke_claim(target, sig)) {
-			if (flags & SA_RESETHAND) {
-				struct sigaction k = wrapped_action(&acts.app[sig]);
-				vp_sigaction(sig, &k, NULL);
-			}
-			preempt_handler_leave(uc);   /* it may have woken target */
-			return;
-		}
-		sig_tkill_info(&tkill, sig);   /* the poker is this process */
+		 * the thread it was for, if that thread runs here; or a wake-up
+		 * for a claim of the process (sigroute.c) this thread may take. */
+		run = sig_poke_claim(target, sig);
+		if (run)
+			sig_tkill_info(&tkill, sig);   /* the poker is this process */
+		else
+			run = here != NULL && sig_take(here, sig, &tkill, false);
 		si = &tkill;
+	} else if (directed_here(sig, si)) {
+		run = true;   /* pthread_kill, raise: its own */
+	} else if (here_vp == NULL) {
+		run = true;   /* a foreign kernel thread of the program's */
+	} else {
+		/* Process-directed: in the thread that should run it. */
+		bool asked = here != NULL && (here->sigmask & bit(sig)) &&
+			     (((ucontext_t *)uc)->uc_sigmask.__val[0] & bit(sig));
+		run = sig_route_here(sig, si, here, asked);
+	}
+	if (!run) {
+		if (flags & SA_RESETHAND) {
+			struct sigaction k = wrapped_action(&acts.app[sig]);
+			vp_sigaction(sig, &k, NULL);
+		}
+		preempt_handler_leave(uc);   /* it may have woken its target */
+		return;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
@@ -112,6 +147,45 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		memcpy(&vp->kmask, &((ucontext_t *)uc)->uc_sigmask, sizeof vp->kmask);
 }
 
+void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask)
+{
+	spin_lock(&acts.lock);
+	bool wrapped = is_wrapped(sig);
+	struct sigaction a = acts.app[sig];
+	if (wrapped && (a.sa_flags & SA_RESETHAND)) {
+		/* One delivery, as the kernel's reset on delivery. */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		if (vp_sigaction(sig, &dfl, NULL) == 0)
+			atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
+	}
+	spin_unlock(&acts.lock);
+	if (!wrapped) {
+		/* Ignored or the default action since it was claimed: the
+		 * kernel's, here. */
+		vp_signal_self(sig);
+		return;
+	}
+	/* As the kernel runs a handler: sa_mask and the signal itself blocked
+	 * while it runs, the thread's mask again after. */
+	uint64_t hm = thread_mask;
+	uint64_t extra;
+	memcpy(&extra, &a.sa_mask, sizeof extra);
+	hm |= extra & ~(bit(PPL_SIGCANCEL) | bit(vp_tick_signal()));
+	if (!(a.sa_flags & SA_NODEFER))
+		hm |= bit(sig);
+	ucontext_t uc;
+	getcontext(&uc);
+	vp_set_sigmask(hm);
+	if (a.sa_flags & SA_SIGINFO)
+		a.sa_sigaction(sig, si, &uc);
+	else
+		a.sa_handler(sig);
+	/* Maybe on another VP by now: the thread's mask there. */
+	vp_set_sigmask(thread_mask);
+}
+
 static bool fault(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
@@ -131,6 +205,7 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	spin_lock(&acts.lock);
 	struct sigaction prev;
 	int rc = 0;
+	bool grew = false;
 	if (is_wrapped(sig))
 		prev = acts.app[sig];
 	else
@@ -152,11 +227,18 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 					      memory_order_release);
 			atomic_store_explicit(&acts.flags[sig], a.sa_flags, memory_order_release);
 			rc = vp_sigaction(sig, &k, NULL);
-			if (rc == 0)
-				atomic_fetch_or_explicit(&acts.wrapped, bit(sig), memory_order_release);
+			if (rc == 0 &&
+			    !(atomic_fetch_or_explicit(&acts.wrapped, bit(sig), memory_order_release) &
+			      bit(sig)))
+				grew = true;
 		}
 	}
 	spin_unlock(&acts.lock);
+	if (grew) {
+		/* The catcher waits for this one too from now on. */
+		sig_catcher_start();
+		sig_catcher_wake();
+	}
 	if (rc == 0 && old != NULL)
 		*old = prev;
 	return rc;

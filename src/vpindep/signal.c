@@ -107,6 +107,8 @@ void sig_resumed_slow(struct ult *self, struct vproc *v)
 	if (self->sigmask != v->vp.kmask)
 		vp_set_sigmask(self->sigmask);
 	deliver_pending(self);
+	if (atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~self->sigmask)
+		sig_take_claims(self, false);
 }
 
 void sig_thread_init(struct ult *t, const struct ult *creator)
@@ -340,6 +342,7 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 		if (v->vp.kmask != next)
 			vp_set_sigmask(next);
 		deliver_pending(self);
+		sig_take_claims(self, true);
 	}
 	/* Last, as the kernel: set may be old, and a bad old is EFAULT
 	 * with the new mask in force. */
@@ -354,6 +357,8 @@ int ppl_sigpending(sigset_t *set)
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v != NULL && v->current != NULL)
 		pend |= atomic_load_explicit(&v->current->sigpending, memory_order_acquire);
+	/* The process's, taken off the kernel by a VP or the catcher. */
+	pend |= atomic_load_explicit(&sig_claims, memory_order_acquire);
 	if (put_set(set, pend) != 0) {
 		errno = EFAULT;
 		return -1;
@@ -400,9 +405,18 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 	siginfo_t si;
 	int r;
 	for (;;) {
+		/* The process's: claimed and waiting for a thread (sigroute.c). */
+		uint64_t c = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & want;
+		for (r = 0; c != 0 && r == 0; c &= c - 1)
+			if (sig_take(self, __builtin_ctzll(c) + 1, &si, true))
+				r = __builtin_ctzll(c) + 1;
+		if (r > 0)
+			break;
 		r = sys_sigtimedwait(set, &si, ts);
 		void *target = r > 0 ? vp_poke_target(&si) : NULL;
 		if (target == NULL)
+			break;
+		if (sig_take(self, r, &si, true))
 			break;
 		/* A poke (sig_kick): the signal itself is on a thread's
 		 * pending set.  Ours: take it, unless it was taken meanwhile.

@@ -19,6 +19,7 @@
  * is ignored by libppl's handlers. */
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "pthread_impl.h"
@@ -106,6 +107,16 @@ int ppl_kill(pid_t pid, int sig)
 		return -1;
 	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
+	if (pid == vp_process_id() && sig >= 1 && sig <= 64) {
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		si.si_signo = sig;
+		si.si_code = SI_USER;
+		si.si_pid = pid;
+		si.si_uid = getuid();
+		if (sig_send_process(sig, &si))
+			return 0;
+	}
 	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
 }
 
@@ -137,6 +148,17 @@ int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 		return -1;
 	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
+	if (pid == vp_process_id() && sig >= 1 && sig <= 64) {
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = pid;
+		si.si_uid = getuid();
+		si.si_value = value;
+		if (sig_send_process(sig, &si))
+			return 0;
+	}
 	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
 		pid, sig, value);
 }

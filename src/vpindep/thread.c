@@ -367,6 +367,10 @@ void ppl_pthread_exit(void *result)
 _Noreturn void ult_finish(struct ult *self)
 {
 	self->landing = NULL;
+	/* Still a thread that may take a signal of the process's. */
+	if (ppl_unlikely(atomic_load_explicit(&sig_claims, memory_order_seq_cst) != 0) &&
+	    !self->foreign)
+		sig_take_claims(self, false);
 	/* glibc's order: C++ thread_local destructors, then keys. */
 	if (tls_per_thread && !self->foreign)
 		tls_thread_exit();

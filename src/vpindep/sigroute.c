@@ -1,0 +1,343 @@
+/* Process-directed signals (kill, alarm, setitimer, a shell's kill) and
+ * the user thread that runs their handler.
+ *
+ * The kernel gives such a signal to any kernel thread that does not block
+ * it: a VP, whatever user thread it runs (or none: its idle loop), or the
+ * catcher, a helper kernel thread that waits for every signal with a
+ * handler in sigtimedwait, so that a signal every VP blocks is still taken
+ * off the kernel at once.  On NPTL it would run in a thread that does not
+ * block it, the main thread first, and interrupt that thread's wait.  So:
+ *
+ *  - The trampoline (sigaction.c) asks sig_route_here: the handler runs on
+ *    the spot if the thread running there is the one chosen (main if it
+ *    takes it, else the running thread if it does).  Otherwise, and always
+ *    on the catcher, the signal becomes a claim of the process: a bit in
+ *    `claims`, its siginfo, and the thread chosen to take it (`target`).
+ *  - The invariant: a claim's bit is cleared only by the user thread that
+ *    then runs its handler (take), with its own identity, TLS and stack,
+ *    or by sigwait in a thread waiting for it.  Nothing else drops it: a
+ *    target that exits, blocks the signal or parks where a signal does not
+ *    end the wait simply does not take it, and the claim stays.
+ *  - The target is woken to take it: a park a signal ends (PARK_INTR:
+ *    semaphores, sleeps, cond, mutex, join ...) with EINTR, a thread running
+ *    on a VP by a poke (which also interrupts a system call, EINTR), a
+ *    ready thread when it resumes.  Threads take claims when they resume
+ *    (sig_resumed), when a park a signal ends begins, when pthread_sigmask
+ *    unblocks them and in sigwait.
+ *  - Only the target takes a claim until the catcher, which looks at the
+ *    claims every CLAIM_NS while there are any, sees the same claim twice:
+ *    then any thread that does not block it may take it, and the catcher
+ *    wakes one.  So a claim is lost by nobody and waits at most about two
+ *    periods for a thread that can take it, if there is one; if there is
+ *    none it is pending on the process (sigpending shows it) until a thread
+ *    unblocks it or waits for it.
+ *
+ * A standard signal claimed again before it is taken merges with the
+ * claim, as the kernel merges a pending one.  A real-time one is not
+ * taken off the kernel by the catcher while claimed (its queue stays in
+ * the kernel); one a VP takes then merges. */
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pthread_impl.h"
+
+#define CLAIM_NS 5000000   /* the catcher's look at unclaimed claims: 5 ms */
+#define CATCHER_WAKE PPL_SIGCANCEL   /* only ever sent to the catcher by libppl */
+
+static inline uint64_t bit(int sig)
+{
+	return 1ULL << (sig - 1);
+}
+
+bool ppl_env_sigroute PPL_HIDDEN = false;
+_Atomic uint64_t sig_claims;                  /* signals claimed, not yet taken */
+static struct {
+	siginfo_t info[65];                   /* as the kernel gave it; stable while claimed */
+	struct ult *_Atomic target[65];       /* who takes it; NULL: anyone */
+	_Atomic unsigned seq[65];             /* claims made, for the catcher's look */
+	unsigned seen[65];                    /* the catcher's last look */
+	_Atomic int catcher_tid;              /* 0: none yet */
+	_Atomic bool catcher_started;
+	_Atomic uint64_t catcher_skips;       /* claimed signals the catcher does not wait for */
+} rt;
+
+/* t may take sig now (or run it where it runs): it exists, runs or may
+ * run, and does not block it (or waits for it in sigwait). */
+static bool takes(struct ult *t, uint64_t b)
+{
+	if (t->foreign || t->fork_gen != ppl_rt.fork_gen)
+		return false;
+	int st = atomic_load_explicit(&t->state, memory_order_acquire);
+	if (st == ULT_RUNNING) {
+		if (t->vp == NULL)   /* pthread_create is still filling it in */
+			return false;
+	} else if (st != ULT_READY && st != ULT_BLOCKED) {
+		return false;
+	}
+	return !(t->sigmask & b) ||
+	       (atomic_load_explicit(&t->sigwaiting, memory_order_relaxed) & b);
+}
+
+/* A parked thread that a signal does not wake: not the one to choose
+ * while another can take it at once.  A hint, read without its lock. */
+static bool stuck(struct ult *t)
+{
+	return atomic_load_explicit(&t->state, memory_order_relaxed) == ULT_BLOCKED &&
+	       !(atomic_load_explicit(&t->park_lock, memory_order_relaxed) != NULL &&
+		 (t->park_flags & PARK_INTR));
+}
+
+/* Wake t to take its claim of sig: a park a signal ends, with EINTR; a
+ * thread running on a VP, by a poke to that VP (it interrupts a system
+ * call, and the trampoline lets the thread take the claim); a ready
+ * thread takes it when it resumes.  t sees the claim itself if it parks
+ * after this look (park reads the claims after publishing the park). */
+static void nudge(struct ult *t, int sig)
+{
+	if (sched_interrupt(t, PARK_INTR, EINTR))
+		return;
+	struct vproc *v = t->vp;
+	if (atomic_load_explicit(&t->state, memory_order_acquire) == ULT_RUNNING && v != NULL &&
+	    v->current == t)
+		vp_poke(&v->vp, sig, t);
+}
+
+/* The thread to run sig: main if it may take it, else `here` (the thread
+ * running where it landed), else one that may take it, woken first. */
+static struct ult *choose(uint64_t b, struct ult *here)
+{
+	struct ult *m = &ppl_rt.main_ult;
+	if (m->is_main && takes(m, b))
+		return m;   /* as the kernel: the leader if it does not block it */
+	if (here != NULL && takes(here, b))
+		return here;
+	struct ult *fallback = NULL;
+	for (struct ult *t = deadlock_all(); t != NULL; t = t->all_next) {
+		if (!takes(t, b))
+			continue;
+		if (!stuck(t))
+			return t;
+		if (fallback == NULL)
+			fallback = t;
+	}
+	return fallback;
+}
+
+/* Make sig a claim of the process for `to` (NULL: anyone) and wake it. */
+static void claim(int sig, const siginfo_t *si, struct ult *to)
+{
+	uint64_t b = bit(sig);
+	if (atomic_load_explicit(&sig_claims, memory_order_acquire) & b)
+		return;   /* merges with the claim there is */
+	rt.info[sig] = *si;
+	atomic_store_explicit(&rt.target[sig], to, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rt.seq[sig], 1, memory_order_relaxed);
+	if (atomic_fetch_or_explicit(&sig_claims, b, memory_order_seq_cst) & b)
+		return;
+	int tid = atomic_load_explicit(&rt.catcher_tid, memory_order_acquire);
+	if (tid != 0 && tid != vp_gettid())
+		vp_kthread_kill(tid, CATCHER_WAKE);   /* time the claim */
+	if (to != NULL)
+		nudge(to, sig);
+}
+
+/* The claim of sig is t's to take: it is its target, or the target cannot
+ * take it any more (gone, blocks it), or there is none (a target parked
+ * where a signal does not wake it keeps it until the catcher's look). */
+static bool mine(struct ult *t, int sig)
+{
+	struct ult *to = atomic_load_explicit(&rt.target[sig], memory_order_relaxed);
+	return to == NULL || to == t || !takes(to, bit(sig));
+}
+
+bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_asked)
+{
+	if (!ppl_env_sigroute)
+		return true;   /* where the kernel put it, in whatever thread runs there */
+	uint64_t b = bit(sig);
+	if (here != NULL && here_asked) {
+		/* The kernel gave it to a thread that unblocked it for a while
+		 * (sigsuspend, ppoll, pselect, ...): it asked for it. */
+		return true;
+	}
+	struct ult *to = choose(b, here);
+	if (to != NULL && to == here)
+		return true;
+	claim(sig, si, to);
+	return false;
+}
+
+bool sig_send_process(int sig, const siginfo_t *si)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v ? v->current : NULL;
+	if (!ppl_env_sigroute || self == NULL ||
+	    atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
+	    !sig_has_handler(sig))
+		return false;
+	struct ult *to = choose(bit(sig), self);
+	if (to == self)
+		sig_run_taken(sig, (siginfo_t *)si, self->sigmask);
+	else
+		claim(sig, si, to);
+	return true;
+}
+
+bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting)
+{
+	uint64_t b = bit(sig);
+	if (!(atomic_load_explicit(&sig_claims, memory_order_seq_cst) & b))
+		return false;
+	if (!waiting) {
+		if (self->sigmask & b)
+			return false;
+		if (!mine(self, sig))
+			return false;
+	}
+	siginfo_t info = rt.info[sig];   /* stable while the bit is set */
+	if (!(atomic_fetch_and_explicit(&sig_claims, ~b, memory_order_acq_rel) & b))
+		return false;
+	if (si != NULL)
+		*si = info;
+	/* The catcher leaves a claimed signal in the kernel: wait for it again. */
+	if (atomic_load_explicit(&rt.catcher_skips, memory_order_acquire) & b) {
+		int tid = atomic_load_explicit(&rt.catcher_tid, memory_order_acquire);
+		if (tid != 0)
+			vp_kthread_kill(tid, CATCHER_WAKE);
+	}
+	return true;
+}
+
+uint64_t sig_claims_for(struct ult *t)
+{
+	uint64_t ours = 0;
+	for (uint64_t c = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~t->sigmask;
+	     c != 0; c &= c - 1) {
+		int sig = __builtin_ctzll(c) + 1;
+		if (mine(t, sig))
+			ours |= bit(sig);
+	}
+	return ours;
+}
+
+void sig_take_claims(struct ult *self, bool yield)
+{
+	if (self->sig_yielding)
+		return;
+	uint64_t c;
+	while ((c = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~self->sigmask) != 0) {
+		bool took = false;
+		for (; c != 0; c &= c - 1) {
+			int sig = __builtin_ctzll(c) + 1;
+			siginfo_t si;
+			if (!sig_take(self, sig, &si, false))
+				continue;
+			/* Run here and now, as the kernel would deliver it (not
+			 * raised again: a standard signal pending on this kernel
+			 * thread, a poke, would merge with it). */
+			sig_run_taken(sig, &si, self->sigmask);
+			/* Let the threads the handler woke run now, as the
+			 * kernel's wake-up preemption would: their next signal
+			 * then finds this thread still there to take it. */
+			if (yield) {
+				self->sig_yielding = true;   /* the loop takes the next */
+				sched_yield_ult();
+				self->sig_yielding = false;
+			}
+			took = true;
+			break;   /* the handler may have changed the mask */
+		}
+		if (!took)
+			return;
+	}
+}
+
+/* ---- the catcher ----------------------------------------------------------------- */
+
+/* Claims seen twice are anyone's now: wake a thread that takes them. */
+static void look(void)
+{
+	for (uint64_t c = atomic_load_explicit(&sig_claims, memory_order_acquire); c != 0;
+	     c &= c - 1) {
+		int sig = __builtin_ctzll(c) + 1;
+		unsigned s = atomic_load_explicit(&rt.seq[sig], memory_order_relaxed);
+		if (s != rt.seen[sig]) {
+			rt.seen[sig] = s;
+			continue;
+		}
+		atomic_store_explicit(&rt.target[sig], NULL, memory_order_relaxed);
+		struct ult *t = choose(bit(sig), NULL);
+		if (t != NULL)
+			nudge(t, sig);
+	}
+}
+
+static int64_t mono_ns(void)
+{
+	return clock_now_ns(CLOCK_MONOTONIC);
+}
+
+static void catcher_main(void *arg)
+{
+	(void)arg;
+	atomic_store_explicit(&rt.catcher_tid, vp_gettid(), memory_order_release);
+	int64_t next_look = 0;
+	for (;;) {
+		uint64_t claimed = atomic_load_explicit(&sig_claims, memory_order_acquire);
+		/* Real-time signals stay queued in the kernel while one is claimed. */
+		uint64_t skip = claimed & ~((1ULL << 31) - 1);
+		atomic_store_explicit(&rt.catcher_skips, skip, memory_order_seq_cst);
+		if ((atomic_load_explicit(&sig_claims, memory_order_seq_cst) & skip) != skip)
+			continue;   /* taken meanwhile: its taker may not have seen skips */
+		uint64_t want = (sig_wrapped_set() & ~skip) | bit(CATCHER_WAKE);
+		int64_t now = mono_ns();
+		if (claimed == 0)
+			next_look = 0;
+		else if (next_look == 0)
+			next_look = now + CLAIM_NS;
+		struct timespec period = { 0, 0 };
+		if (claimed != 0 && next_look > now)
+			period.tv_nsec = next_look - now;
+		siginfo_t si;
+		int r = claimed != 0 && next_look <= now
+				? -1
+				: vp_kthread_sigtimedwait(want, &si, claimed != 0 ? &period : NULL);
+		if (r > 0 && r != CATCHER_WAKE) {
+			if (sig_has_handler(r))
+				sig_route_here(r, &si, NULL, false);
+			else   /* no handler any more: the kernel's action, elsewhere */
+				vp_process_kill(r);
+		}
+		if (next_look != 0 && mono_ns() >= next_look) {
+			look();
+			next_look = mono_ns() + CLAIM_NS;
+		}
+	}
+}
+
+void sig_catcher_start(void)
+{
+	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 0 ||
+	    sig_wrapped_set() == 0 || atomic_exchange(&rt.catcher_started, true))
+		return;
+	if (vp_helper_create(catcher_main, NULL) != 0)
+		atomic_store(&rt.catcher_started, false);
+}
+
+void sig_catcher_wake(void)
+{
+	int tid = atomic_load_explicit(&rt.catcher_tid, memory_order_acquire);
+	if (tid != 0)
+		vp_kthread_kill(tid, CATCHER_WAKE);
+}
+
+void sig_claims_fork_child(void)
+{
+	/* Pending signals are not inherited, and the catcher did not survive. */
+	atomic_store_explicit(&sig_claims, 0, memory_order_relaxed);
+	atomic_store_explicit(&rt.catcher_tid, 0, memory_order_relaxed);
+	atomic_store_explicit(&rt.catcher_started, false, memory_order_relaxed);
+	atomic_store_explicit(&rt.catcher_skips, 0, memory_order_relaxed);
+}
