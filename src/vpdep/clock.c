@@ -1,8 +1,10 @@
 /* Time as signed 64-bit nanoseconds: the unit of every deadline in libppl.
  * ±292 years around each clock's origin; conversions saturate beyond that,
  * which turns absurd deadlines (tv_sec = LONG_MAX) into "never". */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <dlfcn.h>
 #include <time.h>
 
 #include "vpdep.h"
@@ -17,6 +19,25 @@ int64_t clock_now_ns(clockid_t clk)
 	if (ppl_unlikely(clock_gettime(clk, &ts) != 0))
 		abort();
 	return timespec_to_ns(&ts);
+}
+
+int64_t clock_coarse_ns(void)
+{
+	/* The C library's clock_gettime (the vDSO), not libppl's own, which
+	 * tells thread CPU clocks apart first: this is on every park. */
+	static int (*_Atomic libc_gettime)(clockid_t, struct timespec *);
+	int (*fn)(clockid_t, struct timespec *) =
+		atomic_load_explicit(&libc_gettime, memory_order_relaxed);
+	if (ppl_unlikely(fn == NULL)) {
+		fn = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+		if (fn == NULL)
+			fn = clock_gettime;
+		atomic_store_explicit(&libc_gettime, fn, memory_order_relaxed);
+	}
+	struct timespec ts;
+	if (fn(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
 int64_t timespec_to_ns(const struct timespec *ts)

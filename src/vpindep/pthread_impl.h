@@ -149,6 +149,8 @@ struct ult {
 	struct waitq *wait_q;      /* queue it waits on, NULL for a plain sleep */
 	_Atomic uint32_t wake;     /* foreign: futex word set by sched_wake */
 	int wait_result;           /* 0 or ETIMEDOUT */
+	int64_t park_since;        /* CLOCK_MONOTONIC_COARSE ns of its last park, for
+				    * debuggers (tools/gdb/libppl.py) */
 	struct timer timer;
 
 	/* thread-specific data (key.c), touched only by the thread itself: keys

@@ -770,6 +770,7 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	}
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
+	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, lock, deadline };
 	switch_away(v, self, park_cb, &r);
 	if (deadline >= 0)
@@ -836,6 +837,7 @@ int sched_sleep_until(int64_t deadline)
 	self->wait_result = 0;
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
+	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, NULL, deadline };
 	switch_away(v, self, park_cb, &r);
 	timer_cancel(&self->timer);
