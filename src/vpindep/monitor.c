@@ -395,6 +395,7 @@ static bool short_wait(int64_t wait)
 static void monitor_main(void *arg)
 {
 	(void)arg;
+	tls_keep_kthread();
 	for (;;) {
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst))
 			idle_check();

@@ -111,8 +111,10 @@ void ult_recycle(struct ult *t)
 {
 	if (t->is_main)
 		return;
-	if (t->stack.user)
+	if (t->stack.user) {
+		stack_vg_deregister(&t->stack);
 		t->stack.lo = NULL;     /* the application's memory: forget it */
+	}
 	tcb_put(t);
 }
 
@@ -212,7 +214,10 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 	if (at->stackaddr) {
 		if (!t->stack.user)
 			stack_free(&t->stack);
+		else
+			stack_vg_deregister(&t->stack);
 		t->stack = (struct stack){ .lo = at->stackaddr, .size = at->stacksize, .user = true };
+		stack_vg_register(&t->stack);
 		return 0;
 	}
 	size_t size = at->stacksize ? at->stacksize : stack_default_size();
@@ -227,6 +232,8 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 		return 0;   /* the recycled stack fits */
 	if (t->stack.lo && !t->stack.user)
 		stack_free(&t->stack);
+	else if (t->stack.user)
+		stack_vg_deregister(&t->stack);
 	return stack_alloc(size, guard, &t->stack);
 }
 
