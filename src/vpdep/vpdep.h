@@ -148,6 +148,11 @@ int vp_process_kthreads(void);
 int vp_kthread_stack(uintptr_t handle, void **lo, size_t *size);
 /* The calling kernel thread, as the C library names it (its pthread_t). */
 uintptr_t vp_kthread_handle(void);
+/* True while libppl makes one of its kernel threads through a sanitizer's
+ * pthread_create wrapper: the wrapper's call of libppl's pthread_create
+ * must then go to the C library's, vp_real_pthread_create (vp_kthread.c). */
+bool vp_creating_kthread(void);
+int vp_real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
 /* Make the credential system call nr(a0, a1, a2) (setuid, setresgid,
  * setgroups, ...) on the calling kernel thread and on every other kernel
  * thread of the process (setxid.c).  Returns 0 or the caller's errno; a

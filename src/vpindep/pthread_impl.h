@@ -326,6 +326,8 @@ void ppl_unbind_vp(struct ult *t);
 /* The calling thread's TCB; on a foreign kernel thread a TCB is created on
  * first use (never fails: falls back to a static emergency record). */
 struct ult *ult_self(void);
+/* The same, but NULL for a kernel thread libppl has made no TCB for yet. */
+struct ult *ult_self_peek(void);
 /* Make t runnable.  t must be BLOCKED (popped from its wait queue by the
  * caller) or new.  Callable with an object lock held. */
 void sched_wake(struct ult *t);

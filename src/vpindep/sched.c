@@ -1064,6 +1064,16 @@ struct ult *ult_self(void)
 	return ult_foreign_self();
 }
 
+extern struct ult *ult_foreign_peek(void) PPL_HIDDEN;   /* thread.c */
+
+struct ult *ult_self_peek(void)
+{
+	struct vproc *v = this_vp();
+	if (v)   /* a VP's idle loop (NULL) is no thread of the program */
+		return v->current;
+	return ult_foreign_peek();
+}
+
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk)
 {
 	if (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
