@@ -72,14 +72,9 @@ typedef int (*getstack_fn)(const pthread_attr_t *, void **, size_t *);
  * thread it has not seen crashes it at its first intercepted call (TSan's
  * malloc).  So libppl's own kernel threads are made through that wrapper,
  * whose call of the next pthread_create (libppl's) passes straight on to
- * the C library's while creating_kthread is set (vp_creating_kthread). */
-static __thread bool creating_kthread __attribute__((tls_model("initial-exec")));
+ * the C library's while vp_creating_kthread_flag is set. */
+__thread bool vp_creating_kthread_flag;
 static void *_Atomic interposer;   /* the wrapper, or the C library's */
-
-bool vp_creating_kthread(void)
-{
-	return creating_kthread;
-}
 
 int vp_real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
@@ -102,9 +97,9 @@ static int create_kthread(pthread_t *t, const pthread_attr_t *a, void *(*fn)(voi
 	}
 	if (c == resolve(REAL_CREATE))
 		return ((create_fn)c)(t, a, fn, arg);
-	creating_kthread = true;
+	vp_creating_kthread_flag = true;
 	int err = ((create_fn)c)(t, a, fn, arg);
-	creating_kthread = false;
+	vp_creating_kthread_flag = false;
 	return err;
 }
 

@@ -151,7 +151,12 @@ uintptr_t vp_kthread_handle(void);
 /* True while libppl makes one of its kernel threads through a sanitizer's
  * pthread_create wrapper: the wrapper's call of libppl's pthread_create
  * must then go to the C library's, vp_real_pthread_create (vp_kthread.c). */
-bool vp_creating_kthread(void);
+extern __thread bool vp_creating_kthread_flag
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+static inline bool vp_creating_kthread(void)
+{
+	return vp_creating_kthread_flag;   /* one load on pthread_create's path */
+}
 int vp_real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
 /* Make the credential system call nr(a0, a1, a2) (setuid, setresgid,
  * setgroups, ...) on the calling kernel thread and on every other kernel

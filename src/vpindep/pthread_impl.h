@@ -314,6 +314,8 @@ extern struct runtime ppl_rt PPL_HIDDEN;
 extern bool ppl_env_tls_per_thread PPL_HIDDEN;   /* PPL_TLS asks for per-thread */
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
+/* vp_create for a VP running sched_vp_main.  0 or errno. */
+int ppl_vp_create(struct vproc *v) PPL_MUST_CHECK;
 /* Start the VPs if they are not running yet. 0 or errno. */
 int ppl_runtime_start(void) PPL_MUST_CHECK;
 /* PTHREAD_SCOPE_SYSTEM: give t a VP of its own and make it ready there. */

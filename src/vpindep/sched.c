@@ -1032,10 +1032,8 @@ void sched_vp_main(struct vp *vp)
 	sig_vp_init(v);
 	/* The loop runs on the VP's kernel thread's own block (VP 0: a block of
 	 * its own, set up by ppl_runtime_start). */
-	if (tls_per_thread && v->idle_ctx.tls == NULL) {
+	if (tls_per_thread && v->idle_ctx.tls == NULL)
 		v->idle_ctx.tls = ctx_tls_self();
-		tls_keep_kthread();
-	}
 	preempt_vp_start(v);
 	for (;;) {
 		set_current(v, NULL);

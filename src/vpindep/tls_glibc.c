@@ -123,11 +123,11 @@ static void *storage_start(char *tp)
 	return a <= tp && (size_t)(tp - a) <= static_size + 4096 ? a : NULL;
 }
 
-void tls_keep_kthread(void)
+void tls_keep_kthread(void *tp)
 {
 	if (!tls_per_thread)
 		return;
-	void *d = dtv_start(ctx_tls_self());
+	void *d = dtv_start(tp ? tp : ctx_tls_self());
 	spin_lock(&blocks_lock);
 	if (d)
 		keep(d);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # check_valgrind.sh LIBPPL PROG...: memcheck over each PROG (a path; a
-# "preload:" prefix runs it with LIBPPL preloaded), on one VP and on two.
+# "preload:" prefix runs it with LIBPPL preloaded), on the numbers of VPs
+# in VG_VPS (default 1: under valgrind idle VPs spin, one thread at a time).
 # Any error fails: memory errors, leaks that are definite or possible (the
 # TLS blocks and DTVs libppl keeps must be reachable), and the "client
 # switching stacks?" warning (every thread stack is registered with
@@ -15,7 +16,7 @@ fail=0
 for p in "$@"; do
 	pre=
 	case $p in preload:*) p=${p#preload:} pre=$lib ;; esac
-	for vps in 1 2; do
+	for vps in ${VG_VPS:-1}; do
 		what="$(basename "$p")${pre:+ (preloaded)} on $vps VP"
 		env PPL_VPS=$vps ${pre:+LD_PRELOAD=$pre} valgrind --error-exitcode=99 \
 			--leak-check=full --errors-for-leak-kinds=definite,possible \
