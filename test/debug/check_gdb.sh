@@ -68,9 +68,16 @@ check_deadlock() {   # $1: gdb output, $2: what it came from
 	grep -q 'Python Exception\|Error occurred' "$1" && bad "$2: the extension raised"
 	[ $fail -eq 0 ] || { echo "--- gdb output ($2)"; cat "$1"; }
 }
+# The two threads may not have reached their second lock yet (a loaded
+# machine): look again, up to 10 times.
 PPL_DEADLOCK=off start "$deadlock"
-sleep 0.3
-dbg -p "$pid" -ex 'info ppl-threads' -ex 'ppl-thread apply all bt' >"$tmp/gdb2"
+i=0
+while :; do
+	sleep 0.3
+	dbg -p "$pid" -ex 'info ppl-threads' -ex 'ppl-thread apply all bt' >"$tmp/gdb2"
+	i=$((i + 1))
+	[ "$(grep -c 'pthread_mutex_lock: object' "$tmp/gdb2")" -eq 2 ] || [ $i -ge 10 ] && break
+done
 kill -9 "$pid"
 wait "$pid" 2>/dev/null
 pid=
