@@ -89,6 +89,42 @@ static int kthread_attr(pthread_attr_t *a)
 	return err;
 }
 
+/* A sanitizer's run time (libtsan, libasan) placed ahead of libppl wraps
+ * pthread_create to set up its state for each new kernel thread; a kernel
+ * thread it has not seen crashes it at its first intercepted call (TSan's
+ * malloc).  So libppl's own kernel threads are made through that wrapper,
+ * whose call of the next pthread_create (libppl's) passes straight on to
+ * the C library's while vp_creating_kthread_flag is set. */
+__thread bool vp_creating_kthread_flag;
+static void *_Atomic interposer;   /* the wrapper, or the C library's */
+
+int vp_real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	return ((create_fn)resolve(REAL_CREATE))(t, a, fn, arg);
+}
+
+static int create_kthread(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	void *c = atomic_load_explicit(&interposer, memory_order_acquire);
+	if (c == NULL) {
+		/* The first definition in the global scope, if it belongs to
+		 * neither libppl nor the C library. */
+		Dl_info first, ours, libc;
+		c = dlsym(RTLD_DEFAULT, "pthread_create");
+		if (c == NULL || !dladdr(c, &first) || !dladdr((void *)&create_kthread, &ours) ||
+		    !dladdr(resolve(REAL_CREATE), &libc) || first.dli_fbase == ours.dli_fbase ||
+		    first.dli_fbase == libc.dli_fbase)
+			c = resolve(REAL_CREATE);
+		atomic_store_explicit(&interposer, c, memory_order_release);
+	}
+	if (c == resolve(REAL_CREATE))
+		return ((create_fn)c)(t, a, fn, arg);
+	vp_creating_kthread_flag = true;
+	int err = ((create_fn)c)(t, a, fn, arg);
+	vp_creating_kthread_flag = false;
+	return err;
+}
+
 static void *kthread_main(void *p)
 {
 	struct vp *vp = p;
@@ -107,7 +143,7 @@ static int kthread_create(struct vp *vp)
 		return err;
 	/* The C library stores the handle before the thread starts, so the
 	 * new VP may read vp->handle at once. */
-	err = ((create_fn)resolve(REAL_CREATE))((pthread_t *)&vp->handle, &a, kthread_main, vp);
+	err = create_kthread((pthread_t *)&vp->handle, &a, kthread_main, vp);
 	((attr_fn)resolve(REAL_ATTR_DESTROY))(&a);
 	return err;
 }
@@ -150,7 +186,7 @@ static int kthread_helper(void (*fn)(void *), void *arg)
 	if (err)
 		goto fail;
 	pthread_t t;
-	err = ((create_fn)resolve(REAL_CREATE))(&t, &a, helper_main, h);
+	err = create_kthread(&t, &a, helper_main, h);
 	((attr_fn)resolve(REAL_ATTR_DESTROY))(&a);
 	if (err)
 		goto fail;

@@ -215,6 +215,16 @@ static inline bool vp_in_crit(const struct vp *vp)
 int vp_kthread_stack(uintptr_t handle, void **lo, size_t *size);
 /* The calling kernel thread, as the C library names it (its pthread_t). */
 uintptr_t vp_kthread_handle(void);
+/* True while libppl makes one of its kernel threads through a sanitizer's
+ * pthread_create wrapper: the wrapper's call of libppl's pthread_create
+ * must then go to the C library's, vp_real_pthread_create (vp_kthread.c). */
+extern __thread bool vp_creating_kthread_flag
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+static inline bool vp_creating_kthread(void)
+{
+	return vp_creating_kthread_flag;   /* one load on pthread_create's path */
+}
+int vp_real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
 /* The credential system calls vp_setxid makes. */
 enum vp_xid {
 	VP_SETUID, VP_SETGID, VP_SETREUID, VP_SETREGID,
@@ -372,6 +382,9 @@ void *vp_libc_lookup(const char *name, const char *version);
 /* The C library's clock_gettime (its vDSO path), not libppl's export. */
 int vp_clock_gettime(clockid_t clk, struct timespec *ts);
 int64_t clock_now_ns(clockid_t clk);
+/* CLOCK_MONOTONIC_COARSE in ns from the C library's vDSO call: a time stamp
+ * cheap enough for every park (0 if the clock fails). */
+int64_t clock_coarse_ns(void);
 int64_t timespec_to_ns(const struct timespec *ts);
 struct timespec ns_to_timespec(int64_t ns);
 

@@ -131,7 +131,7 @@ static int start_vps(int from, int to)
 			ppl_rt.vps[i] = v;
 			if (i >= ppl_rt.nvps_total)
 				ppl_rt.nvps_total = i + 1;
-			int err = vp_create(&v->vp, sched_vp_main);
+			int err = ppl_vp_create(v);
 			if (err) {
 				ppl_rt.vps[i] = NULL;
 				ppl_rt.nvps_total = i;
@@ -151,6 +151,17 @@ static int start_vps(int from, int to)
 		}
 	}
 	return 0;
+}
+
+int ppl_vp_create(struct vproc *v)
+{
+	int err = vp_create(&v->vp, sched_vp_main);
+	/* The kthread backend's handle is the kernel thread's pthread_t, its
+	 * glibc thread pointer: keep its DTV from here, even if the process
+	 * ends before the new thread runs. */
+	if (err == 0)
+		tls_keep_kthread((void *)v->vp.handle);
+	return err;
 }
 
 /* VP 0's scheduler loop on a stack of its own (the main thread keeps the
@@ -257,7 +268,7 @@ int ppl_runtime_start(void)
 			m->home = v0;
 		}
 		preempt_vp_start(v0);   /* VP 0's kernel thread is this one */
-	} else if (vp_create(&v0->vp, sched_vp_main) != 0) {
+	} else if (ppl_vp_create(v0) != 0) {
 		spin_unlock(&ppl_rt.lock);
 		return EAGAIN;
 	} else {
@@ -337,7 +348,7 @@ int ppl_bind_new_vp(struct ult *t)
 	t->home = v;
 	/* Queue the thread before the VP exists: its loop finds it at once. */
 	sched_push(t);
-	int err = vp_create(&v->vp, sched_vp_main);
+	int err = ppl_vp_create(v);
 	if (err) {
 		vproc_free(v);
 		t->bound = false;

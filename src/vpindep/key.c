@@ -81,7 +81,10 @@ void *ppl_pthread_getspecific(pthread_key_t k)
 {
 	if (ppl_unlikely(k >= PTHREAD_KEYS_MAX))
 		return NULL;
-	struct key_slot *s = slot_of(ult_self(), k);
+	struct ult *self = ult_self_peek();   /* no TCB yet: every value is NULL */
+	if (self == NULL)
+		return NULL;
+	struct key_slot *s = slot_of(self, k);
 	if (s == NULL)
 		return NULL;
 	void *v = s->value;

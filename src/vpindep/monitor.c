@@ -215,7 +215,7 @@ static struct vproc *spare_get(void)
 	atomic_thread_fence(memory_order_release);
 	ppl_rt.vps[id] = s;
 	ppl_rt.nvps_total = id + 1;
-	int err = vp_create(&s->vp, sched_vp_main);
+	int err = ppl_vp_create(s);
 	if (err) {
 		ppl_rt.vps[id] = NULL;
 		ppl_rt.nvps_total = id;
@@ -413,6 +413,7 @@ static bool short_wait(int64_t wait)
 static void monitor_main(void *arg)
 {
 	(void)arg;
+	tls_keep_kthread(NULL);
 	for (;;) {
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst))
 			idle_check();

@@ -10,7 +10,8 @@
  *    keeps every register, vector state included, and returning from the
  *    handler later (on whichever VP resumed the thread) restores them.
  *  - Safe point: the interrupted PC is outside the C library, the dynamic
- *    linker, the vDSO, libgcc_s and libppl (text ranges found once by
+ *    linker, the vDSO, libgcc_s, the sanitizers' run-time libraries and
+ *    libppl (text ranges found once by
  *    dl_iterate_phdr; they may hold locks that are not libppl's), the VP
  *    holds none of libppl's spin locks (vp.crit, counted by spin_lock: also
  *    when libppl calls out of those ranges with a lock held, into a
@@ -92,7 +93,10 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 		    info->dlpi_addr == (uintptr_t)getauxval(AT_BASE) ||
 		    info->dlpi_addr == (uintptr_t)getauxval(AT_SYSINFO_EHDR) ||
 		    name_is(name, "libc.so") || name_is(name, "ld-linux") ||
-		    name_is(name, "linux-vdso") || name_is(name, "libgcc_s.so");
+		    name_is(name, "linux-vdso") || name_is(name, "libgcc_s.so") ||
+		    /* the sanitizers' run-time libraries: their spin locks */
+		    name_is(name, "libasan.so") || name_is(name, "libtsan.so") ||
+		    name_is(name, "libubsan.so") || name_is(name, "liblsan.so");
 	if (!ours)
 		return 0;
 	for (int i = 0; i < info->dlpi_phnum && nranges < MAX_RANGES; i++) {

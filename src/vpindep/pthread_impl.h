@@ -39,6 +39,7 @@ struct stack {
 	void *guard_lo;    /* guard region [guard_lo, guard_lo + guard) below lo */
 	size_t guard;
 	bool user;         /* supplied by the application: never freed or cached */
+	unsigned vg_id;    /* valgrind's id for it (stack_vg_register), or 0 */
 };
 
 /* Allocate a stack of `size` usable bytes with a guard of `guard` bytes. */
@@ -46,6 +47,11 @@ int stack_alloc(size_t size, size_t guard, struct stack *out) PPL_MUST_CHECK;
 void stack_free(struct stack *s);
 size_t stack_default_size(void);   /* PPL_STACK_SIZE, else RLIMIT_STACK, else 8 MiB */
 bool stack_guard_contains(const struct stack *s, const void *addr);
+/* Tell valgrind (when libppl runs under it) that s is a stack, so that a
+ * switch onto it is not "client switching stacks?"; stack_alloc and
+ * stack_free do it for theirs, thread.c for the application's. */
+void stack_vg_register(struct stack *s);
+void stack_vg_deregister(struct stack *s);
 
 /* ---- wait queues (waitq.c) --------------------------------------------------
  * An intrusive FIFO of parked threads.  Always protected by a spin lock that
@@ -160,6 +166,8 @@ struct ult {
 	struct waitq *wait_q;      /* queue it waits on, NULL for a plain sleep */
 	_Atomic uint32_t wake;     /* foreign: futex word set by sched_wake */
 	int wait_result;           /* 0 or ETIMEDOUT */
+	int64_t park_since;        /* CLOCK_MONOTONIC_COARSE ns of its last park, for
+				    * debuggers (tools/gdb/libppl.py) */
 	struct timer timer;
 
 	/* thread-specific data (key.c), touched only by the thread itself: keys
@@ -338,6 +346,8 @@ void ult_tls_entered(struct ult *t) PPL_HIDDEN;
 extern enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH */
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
+/* vp_create for a VP running sched_vp_main.  0 or errno. */
+int ppl_vp_create(struct vproc *v) PPL_MUST_CHECK;
 /* Start the VPs if they are not running yet. 0 or errno. */
 int ppl_runtime_start(void) PPL_MUST_CHECK;
 /* PTHREAD_SCOPE_SYSTEM: give t a VP of its own and make it ready there. */
@@ -350,6 +360,8 @@ void ppl_unbind_vp(struct ult *t);
 /* The calling thread's TCB; on a foreign kernel thread a TCB is created on
  * first use (never fails: falls back to a static emergency record). */
 struct ult *ult_self(void);
+/* The same, but NULL for a kernel thread libppl has made no TCB for yet. */
+struct ult *ult_self_peek(void);
 /* Make t runnable.  t must be BLOCKED (popped from its wait queue by the
  * caller) or new.  Callable with an object lock held. */
 void sched_wake(struct ult *t);
@@ -556,8 +568,6 @@ void sig_catcher_wake(void);
 void sig_claims_fork_child(void);
 /* sigaction.c: the signals the kernel runs the trampoline for. */
 uint64_t sig_wrapped_set(void);
-/* deadlock.c: every TCB ever allocated, linked by all_next. */
-struct ult *deadlock_all(void);
 
 /* Called by a user thread each time it resumes: give its kernel thread its
  * scheduling class and its signal mask if its VP has others, and raise

@@ -802,6 +802,7 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	ppl_trace(TR_PARK, self->id, q ? (uintptr_t)q : (uintptr_t)lock);
+	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, lock, deadline };
 	switch_away(v, self, park_cb, &r);
 	if (deadline >= 0)
@@ -868,6 +869,7 @@ int sched_sleep_until(int64_t deadline)
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	ppl_trace(TR_PARK, self->id, 0);
+	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, NULL, deadline };
 	switch_away(v, self, park_cb, &r);
 	timer_cancel(&self->timer);
@@ -1095,6 +1097,16 @@ struct ult *ult_self(void)
 	if (v && v->current)
 		return v->current;
 	return ult_foreign_self();
+}
+
+extern struct ult *ult_foreign_peek(void) PPL_HIDDEN;   /* thread.c */
+
+struct ult *ult_self_peek(void)
+{
+	struct vproc *v = this_vp();
+	if (v)   /* a VP's idle loop (NULL) is no thread of the program */
+		return v->current;
+	return ult_foreign_peek();
 }
 
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk)

@@ -114,7 +114,7 @@ static struct ult *choose(uint64_t b, struct ult *here)
 	if (here != NULL && takes(here, b))
 		return here;
 	struct ult *fallback = NULL;
-	for (struct ult *t = deadlock_all(); t != NULL; t = t->all_next) {
+	for (struct ult *t = ult_all(); t != NULL; t = t->all_next) {
 		if (!takes(t, b))
 			continue;
 		if (!stuck(t))

@@ -29,6 +29,9 @@
 #include "config.h"
 #include "pthread_impl.h"
 
+#if PPL_HAVE_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
 
 #define ARENA_BYTES (1UL << 30)    /* reserved per arena; virtual only */
 #define CLASS_MAX 32               /* distinct (size, guard) classes kept */
@@ -175,7 +178,7 @@ static int carve(struct size_class *c, char **slot)
 	return 0;
 }
 
-int stack_alloc(size_t size, size_t guard, struct stack *out)
+static int alloc(size_t size, size_t guard, struct stack *out)
 {
 	size = round_page(size);
 	guard = round_page(guard);
@@ -234,10 +237,38 @@ static void drop(struct stack *s)
 	s->lo = NULL;
 }
 
+int stack_alloc(size_t size, size_t guard, struct stack *out)
+{
+	int err = alloc(size, guard, out);
+	if (err == 0)
+		stack_vg_register(out);
+	return err;
+}
+
+void stack_vg_register(struct stack *s)
+{
+#if PPL_HAVE_VALGRIND
+	/* Outside valgrind a client request is a few no-op instructions. */
+	s->vg_id = VALGRIND_STACK_REGISTER(s->lo, (char *)s->lo + s->size);
+#else
+	s->vg_id = 0;
+#endif
+}
+
+void stack_vg_deregister(struct stack *s)
+{
+#if PPL_HAVE_VALGRIND
+	if (s->vg_id != 0)
+		VALGRIND_STACK_DEREGISTER(s->vg_id);
+#endif
+	s->vg_id = 0;
+}
+
 void stack_free(struct stack *s)
 {
 	if (s->user || s->lo == NULL)
 		return;
+	stack_vg_deregister(s);
 	spin_lock(&lock);
 	struct size_class *c = class_for(s->size, s->guard);
 	bool cold = c != NULL && c->nfree >= HOT_STACKS;

@@ -114,8 +114,10 @@ void ult_recycle(struct ult *t)
 {
 	if (t->is_main)
 		return;
-	if (t->stack.user)
+	if (t->stack.user) {
+		stack_vg_deregister(&t->stack);
 		t->stack.lo = NULL;     /* the application's memory: forget it */
+	}
 	tcb_put(t);
 }
 
@@ -146,7 +148,10 @@ void ult_cache_atfork(enum fork_phase ph)
 
 /* ---- foreign kernel threads -------------------------------------------------- */
 
-static __thread struct ult *foreign_tcb;   /* per kernel thread, never per VP */
+/* per kernel thread, never per VP; initial-exec, as vp.c's: no __tls_get_addr
+ * call, which AddressSanitizer intercepts and answers with pthread_getspecific,
+ * which comes back here (docs/debugging.md) */
+static __thread struct ult *foreign_tcb __attribute__((tls_model("initial-exec")));
 
 static void foreign_release(void *arg)
 {
@@ -180,6 +185,55 @@ struct ult *ult_foreign_self(void)
 	}
 	foreign_tcb = t;
 	return t;
+}
+
+/* The calling kernel thread's TCB if it has one (or is the main thread),
+ * else NULL: pthread_getspecific on a thread libppl has not seen yet makes
+ * no TCB (all its values are NULL).  AddressSanitizer asks it for its
+ * thread state from its malloc, which a TCB's allocation would re-enter. */
+static __thread bool known_foreign __attribute__((tls_model("initial-exec")));
+
+struct ult *ult_foreign_peek(void) PPL_HIDDEN;
+struct ult *ult_foreign_peek(void)
+{
+	if (foreign_tcb || known_foreign)
+		return foreign_tcb;
+	if (is_main_kthread())
+		return ult_foreign_self();
+	known_foreign = true;
+	return NULL;
+}
+
+/* One of libppl's kernel threads, made through a sanitizer's pthread_create
+ * wrapper (vp_creating_kthread): the wrapper's start routine calls
+ * pthread_setspecific before the sanitizer can serve a malloc on the new
+ * kernel thread (ThreadSanitizer crashes), so its TCB is made here, by the
+ * creator, and installed before that routine runs.  No exit hook is
+ * registered for it (that would allocate too): such a kernel thread keeps
+ * its TCB. */
+static void *kthread_born(void *p)
+{
+	struct ult *t = p;   /* start and arg: the wrapper's routine */
+	t->ktid = vp_gettid();
+	foreign_tcb = t;
+	known_foreign = true;
+	return t->start(t->arg);
+}
+
+static int kthread_through_wrapper(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *),
+				   void *arg)
+{
+	struct ult *t = tcb_get();
+	if (t == NULL)
+		return EAGAIN;
+	t->foreign = true;
+	t->tls_countdown = 0;   /* not switched by libppl */
+	t->start = fn;
+	t->arg = arg;
+	int err = vp_real_pthread_create(out, a, kthread_born, t);
+	if (err)
+		tcb_put(t);
+	return err;
 }
 
 /* ---- create ---------------------------------------------------------------------- */
@@ -218,7 +272,10 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 	if (at->stackaddr) {
 		if (!t->stack.user)
 			stack_free(&t->stack);
+		else
+			stack_vg_deregister(&t->stack);
 		t->stack = (struct stack){ .lo = at->stackaddr, .size = at->stacksize, .user = true };
+		stack_vg_register(&t->stack);
 		return 0;
 	}
 	size_t size = at->stacksize ? at->stacksize : stack_default_size();
@@ -233,11 +290,15 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 		return 0;   /* the recycled stack fits */
 	if (t->stack.lo && !t->stack.user)
 		stack_free(&t->stack);
+	else if (t->stack.user)
+		stack_vg_deregister(&t->stack);
 	return stack_alloc(size, guard, &t->stack);
 }
 
 int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
+	if (ppl_unlikely(vp_creating_kthread()))   /* a sanitizer's wrapper, for a VP */
+		return kthread_through_wrapper(out, a, fn, arg);
 	sched_point();
 	struct thread_attrs at;
 	attr_read(a, &at);

@@ -34,6 +34,11 @@ void tls_adopt_main(void);
  * Blocks are never freed: glibc keeps per-thread malloc state in them that
  * it frees only for threads it created, so the TCB pool reuses them. */
 void *tls_block_new(void);
+/* Per-thread TLS: keep a pointer to the start of the DTV of the kernel
+ * thread whose thread pointer is tp (NULL: the caller's), a VP's or the
+ * monitor's, which glibc points into only at an offset: a leak checker
+ * then finds it reachable, not "possibly lost". */
+void tls_keep_kthread(void *tp);
 /* Record the thread's stack in the block's descriptor (alloca limits). */
 void tls_block_set_stack(void *tp, void *lo, size_t size);
 /* First thing a user thread does on its own block: make a reused block look

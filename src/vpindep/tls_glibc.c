@@ -82,6 +82,58 @@ static size_t nblocks, cap_blocks;
 
 #define F(tp, off, type) (*(type *)((char *)(tp) + (off)))
 
+/* Pointers to the start of the blocks glibc allocates for libppl's TLS
+ * blocks and kernel threads (their static TLS and their DTV), under
+ * blocks_lock.  glibc itself points into them only at an offset (the
+ * thread pointer, the DTV's second element), which valgrind's memcheck
+ * and LeakSanitizer report as "possibly lost" at exit.  Keeping them costs
+ * two words per block.  A DTV that glibc grows later (a dlopen'ed module
+ * with TLS) is not followed. */
+static void **kept;
+static size_t nkept, cap_kept;
+
+/* Keep p; caller holds blocks_lock.  False when out of memory. */
+static bool keep(void *p)
+{
+	if (nkept == cap_kept) {
+		size_t ncap = cap_kept ? cap_kept * 2 : 128;
+		void **nk = realloc(kept, ncap * sizeof *nk);
+		if (nk == NULL)
+			return false;
+		kept = nk;
+		cap_kept = ncap;
+	}
+	kept[nkept++] = p;
+	return true;
+}
+
+/* glibc's DTV pointer is one element (16 bytes) into its allocation. */
+static void *dtv_start(char *tp)
+{
+	char *dtv = F(tp, L->dtvp, char *);
+	return dtv ? dtv - 16 : NULL;
+}
+
+/* _dl_allocate_tls_storage keeps the malloc'd start of a static TLS
+ * block right after the descriptor (tcb_to_pointer_to_free_location);
+ * NULL unless it looks like one (below tp, within the block). */
+static void *storage_start(char *tp)
+{
+	char *a = F(tp, L->sizeof_pthread, char *);
+	return a <= tp && (size_t)(tp - a) <= static_size + 4096 ? a : NULL;
+}
+
+void tls_keep_kthread(void *tp)
+{
+	if (!tls_per_thread)
+		return;
+	void *d = dtv_start(tp ? tp : ctx_tls_self());
+	spin_lock(&blocks_lock);
+	if (d)
+		keep(d);
+	spin_unlock(&blocks_lock);
+}
+
 static const uint32_t *db(const char *name)
 {
 	return dlsym(RTLD_DEFAULT, name);
@@ -151,6 +203,8 @@ struct module {
 };
 
 struct modtab {
+	struct modtab *older;   /* the table this one replaced: readers may still
+				 * use it, so it is kept (and reachable) */
 	unsigned long long adds, subs;
 	size_t n;
 	struct module m[];
@@ -216,7 +270,12 @@ static struct modtab *modules(void)
 			if (nt->m[i].modid == id)
 				nt->m[i].offset = off;
 	}
-	atomic_store_explicit(&modtab, nt, memory_order_release);
+	/* Chained to the one it replaces (or to one another thread published
+	 * meanwhile): none is freed, all stay reachable. */
+	nt->older = t;
+	while (!atomic_compare_exchange_weak_explicit(&modtab, &nt->older, nt, memory_order_release,
+						      memory_order_acquire))
+		;
 	return nt;
 }
 
@@ -308,6 +367,11 @@ void *tls_block_new(void)
 		cap_blocks = ncap;
 	}
 	blocks[nblocks++] = tp;
+	void *a = storage_start(tp), *d = dtv_start(tp);
+	if (a)
+		keep(a);
+	if (d)
+		keep(d);
 	spin_unlock(&blocks_lock);
 	return tp;
 }
