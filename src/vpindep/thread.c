@@ -55,6 +55,7 @@ static struct ult *tcb_get(void)
 	t->saved_errno = 0;
 	t->cpu_ns = t->cpu_since = 0;
 	t->cpu_clock = 0;
+	atomic_store_explicit(&t->cputimer_due, 0, memory_order_relaxed);
 	t->result = NULL;
 	spin_init(&t->lock);
 	t->detached = t->joined = false;
