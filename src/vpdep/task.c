@@ -61,6 +61,11 @@ int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si)
 	return minus_errno(vp_backend_ops()->sigqueue(tid, sig, si));
 }
 
+int vp_process_sigqueue(int sig, siginfo_t *si)
+{
+	return minus_errno(vp_backend_ops()->kill_process(sig, si));
+}
+
 pid_t vp_process_id(void)
 {
 	return getpid();

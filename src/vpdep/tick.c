@@ -80,13 +80,15 @@ int vp_tick_start(struct vp *vp, int64_t interval_ns)
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = vp_tick_signal();
 	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-	timer_t id;
-	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0)
+	/* The kernel's timer calls, not the C library's: those are libppl's
+	 * own (cputimer.c), which take this clock for the user thread's. */
+	int id;
+	if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0)
 		return errno;
 	struct itimerspec its = spec(interval_ns, interval_ns);
-	if (timer_settime(id, 0, &its, NULL) != 0) {
+	if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
 		int err = errno;
-		timer_delete(id);
+		syscall(SYS_timer_delete, id);
 		return err;
 	}
 	vp->tick = (uintptr_t)id;
@@ -99,14 +101,14 @@ void vp_tick_soon(struct vp *vp, int64_t first_ns)
 {
 	/* timer_settime is async-signal-safe: this runs in the handler. */
 	struct itimerspec its = spec(first_ns, vp->tick_interval);
-	(void)timer_settime((timer_t)vp->tick, 0, &its, NULL);
+	(void)syscall(SYS_timer_settime, (int)vp->tick, 0, &its, NULL);
 }
 
 void vp_tick_stop(struct vp *vp)
 {
 	if (!atomic_exchange_explicit(&vp->tick_on, false, memory_order_acq_rel))
 		return;
-	timer_delete((timer_t)vp->tick);
+	syscall(SYS_timer_delete, (int)vp->tick);
 }
 
 uintptr_t vp_signal_pc(const void *uc)

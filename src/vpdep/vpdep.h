@@ -35,7 +35,7 @@ struct vp {
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
 	_Atomic int tid;         /* kernel thread id, set by the thread itself on entry
 				  * (0 until then); read by vp_kernel_state, vp_signal */
-	uintptr_t tick;          /* preemption timer (timer_t), valid while tick_on */
+	uintptr_t tick;          /* preemption timer (the kernel's id), valid while tick_on */
 	int64_t tick_interval;   /* its period in ns of the VP's CPU time */
 	_Atomic bool tick_on;    /* vp_tick_start succeeded, vp_tick_stop not yet called */
 	/* Signals (sigdefer.c): spin locks the kernel thread holds, the
@@ -185,6 +185,9 @@ int vp_kthread_sigtimedwait(uint64_t set, siginfo_t *si, const struct timespec *
 /* `sig` with *si to the kernel thread tid of this process
  * (rt_tgsigqueueinfo; the kernel takes si_code < 0 only): 0 or -1/errno. */
 int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si);
+/* `sig` with *si to the process (rt_sigqueueinfo to itself, any si_code):
+ * 0 or -1/errno. */
+int vp_process_sigqueue(int sig, siginfo_t *si);
 /* This process's id: the owner token of process-shared objects, fork
  * stamps, si_pid of the signals libppl makes. */
 pid_t vp_process_id(void);

@@ -63,7 +63,7 @@ static int real_getres(clockid_t c, struct timespec *ts)
 }
 
 /* The calling kernel thread's CPU time, in ns. */
-static int64_t kthread_cpu_ns(void)
+static int64_t kcpuclock_ns(void)
 {
 	struct timespec ts;
 	real_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -72,11 +72,15 @@ static int64_t kthread_cpu_ns(void)
 
 void cpu_switch_slow(struct ult *from, struct ult *to)
 {
-	int64_t now = kthread_cpu_ns();
+	int64_t now = kcpuclock_ns();
 	if (from != NULL) {
 		if (from->cpu_since != 0)   /* 0: running since before counting began */
 			from->cpu_ns += now - from->cpu_since;
 		from->cpu_since = 0;
+		/* Its CPU-time timers (cputimer.c): due now that it stops. */
+		int64_t due = atomic_load_explicit(&from->cputimer_due, memory_order_relaxed);
+		if (ppl_unlikely(due != 0) && from->cpu_ns >= due)
+			cputimer_expire(from, from->cpu_ns);
 	}
 	if (to != NULL)
 		to->cpu_since = now;
@@ -91,13 +95,13 @@ static struct clock_slot *slot(int i)
 /* Counting starts now, for the caller too: from its kernel thread's time
  * now, or from that thread's start if it has run alone there (foreign;
  * cpu_since 1: 0 means not counting). */
-static void counting_start(void)
+void cpuclock_counting_start(void)
 {
 	if (ppl_likely(atomic_load_explicit(&cpu_counting, memory_order_acquire)))
 		return;
 	if (!atomic_exchange_explicit(&cpu_counting, true, memory_order_acq_rel)) {
 		struct ult *self = ult_self();
-		self->cpu_since = self->foreign ? 1 : kthread_cpu_ns();
+		self->cpu_since = self->foreign ? 1 : kcpuclock_ns();
 	}
 }
 
@@ -107,7 +111,7 @@ int ppl_pthread_getcpuclockid(pthread_t th, clockid_t *cid)
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_FREE)
 		return ESRCH;
-	counting_start();
+	cpuclock_counting_start();
 	spin_lock(&clocks.lock);
 	int i = t->cpu_clock - 1;
 	if (i < 0 || slot(i) == NULL ||
@@ -135,14 +139,11 @@ int ppl_pthread_getcpuclockid(pthread_t th, clockid_t *cid)
 	return 0;
 }
 
-/* The kernel's per-thread CPU clock of thread id tid (CPUCLOCK_SCHED). */
-#define KERNEL_THREAD_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 6))
-
 /* The thread a libppl clock id names, or NULL (not ours, or gone).  Ours:
  * libppl's ids, CLOCK_THREAD_CPUTIME_ID (the caller, unless it has a
  * kernel thread of its own: then the kernel's), and the kernel's encoding
  * of a user thread's gettid() value. */
-static struct ult *clock_thread(clockid_t c, bool *ours)
+struct ult *cpuclock_thread(clockid_t c, bool *ours)
 {
 	*ours = false;
 	if (c == CLOCK_THREAD_CPUTIME_ID || c == KERNEL_THREAD_CLOCK(0)) {
@@ -172,9 +173,9 @@ static struct ult *clock_thread(clockid_t c, bool *ours)
 
 /* t's CPU time.  A thread running on another VP right now: what it had
  * at its last switch-out plus its kernel thread's time since. */
-static int64_t thread_cpu_ns(struct ult *t)
+int64_t cpuclock_ns(struct ult *t)
 {
-	counting_start();
+	cpuclock_counting_start();
 	struct timespec ts;
 	if (t->foreign) {
 		/* Its own kernel thread's, whole. */
@@ -186,7 +187,7 @@ static int64_t thread_cpu_ns(struct ult *t)
 	if (since == 0)
 		return total;
 	if (me != NULL && me->current == t)
-		return total + kthread_cpu_ns() - since;
+		return total + kcpuclock_ns() - since;
 	struct vproc *v = t->vp;
 	int tid = v ? vp_kthread_id(&v->vp) : 0;
 	/* The kernel's CPU clock of that kernel thread (glibc's encoding). */
@@ -201,7 +202,7 @@ static int64_t thread_cpu_ns(struct ult *t)
 static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct timespec *ts)
 {
 	bool ours;
-	struct ult *t = clock_thread(c, &ours);
+	struct ult *t = cpuclock_thread(c, &ours);
 	if (!ours)
 		return real_gettime(c, ts);
 	if (t == NULL) {
@@ -209,7 +210,7 @@ static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct time
 		return -1;
 	}
 	/* The kernel writes a CPU clock's time: EFAULT for a bad ts. */
-	struct timespec now = ns_to_timespec(thread_cpu_ns(t));
+	struct timespec now = ns_to_timespec(cpuclock_ns(t));
 	if (vp_copy_out(ts, &now, sizeof now) != 0) {
 		errno = EFAULT;
 		return -1;
@@ -234,7 +235,7 @@ int ppl_clock_gettime(clockid_t c, struct timespec *ts)
 int ppl_clock_getres(clockid_t c, struct timespec *ts)
 {
 	bool ours;
-	struct ult *t = clock_thread(c, &ours);
+	struct ult *t = cpuclock_thread(c, &ours);
 	if (!ours)
 		return real_getres(c, ts);
 	if (t == NULL) {
@@ -263,7 +264,7 @@ int ppl_getrusage(__rusage_who_t who, struct rusage *r)
 	struct rusage k;
 	if (real(who, &k) != 0)
 		return -1;
-	int64_t total = thread_cpu_ns(self);
+	int64_t total = cpuclock_ns(self);
 	int64_t ku = (int64_t)k.ru_utime.tv_sec * 1000000000 + k.ru_utime.tv_usec * 1000;
 	int64_t ks = (int64_t)k.ru_stime.tv_sec * 1000000000 + k.ru_stime.tv_usec * 1000;
 	int64_t user = ku + ks > 0 ? (int64_t)((double)total * ku / (ku + ks)) : total;

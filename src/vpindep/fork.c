@@ -130,6 +130,8 @@ static void fork_child(void)
 		self->ktid = vp_gettid();
 	/* The kernel forgot the robust list: the child's is new and empty. */
 	robust_fork_child();
+	/* Timers are not inherited (POSIX), nor is their helper thread. */
+	cputimer_fork_child();
 	if (!held)
 		return;
 	release(FORK_CHILD);

@@ -195,6 +195,7 @@ struct ult {
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
+	_Atomic int64_t cputimer_due; /* CPU time its first CPU-time timer is due, or 0 (cputimer.c) */
 	int ktid;                  /* foreign threads: the kernel thread id */
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
@@ -503,6 +504,26 @@ static inline void cpu_switch(struct ult *from, struct ult *to)
 	if (ppl_unlikely(atomic_load_explicit(&cpu_counting, memory_order_relaxed)))
 		cpu_switch_slow(from, to);
 }
+/* The kernel's per-thread CPU clock of thread id tid (CPUCLOCK_SCHED). */
+#define KERNEL_THREAD_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 6))
+/* cpuclock.c: the thread a CPU clock id names (*ours false: not a user
+ * thread's clock, the kernel's to handle; NULL with *ours: gone), its CPU
+ * time in ns, and the start of CPU time accounting. */
+struct ult *cpuclock_thread(clockid_t c, bool *ours);
+int64_t cpuclock_ns(struct ult *t);
+void cpuclock_counting_start(void);
+/* cputimer.c: t's CPU-time timers due by its CPU time `now` expire; the
+ * check of the running thread at its VP's tick (not inside a lock). */
+void cputimer_expire(struct ult *t, int64_t now);
+/* A forked child has none of the parent's CPU-time timers. */
+void cputimer_fork_child(void);
+static inline void cputimer_tick(struct ult *t)
+{
+	if (ppl_unlikely(atomic_load_explicit(&t->cputimer_due, memory_order_relaxed) != 0))
+		cputimer_expire(t, cpuclock_ns(t));
+}
+/* signal.c: *si to thread t through the kernel's queue (0 or errno). */
+int sig_queue_ult(struct ult *t, siginfo_t *si);
 /* blocking.c: the kernel's sigtimedwait, announced and a cancellation point. */
 int sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts);
 /* The main thread's kernel thread becomes VP 0: its pending signals become the thread's. */

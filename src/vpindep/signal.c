@@ -274,17 +274,14 @@ int ppl_pthread_kill(pthread_t th, int sig)
 	return err;
 }
 
-int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+/* *si to thread t through the kernel's queue: to the kernel thread that
+ * runs t, or that is t; a parked t gets it on the caller's kernel thread,
+ * like pthread_kill.  0 or errno (ESRCH: t has exited). */
+int sig_queue_ult(struct ult *t, siginfo_t *si)
 {
-	struct ult *t = (struct ult *)th;
-	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & (SIG_INTERNAL | SIG_RESERVED))))
-		return EINVAL;
 	int state = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (state == ULT_FREE || state == ULT_EXITING || state == ULT_ZOMBIE)
 		return ESRCH;
-	/* The value needs the kernel's queue: to the kernel thread that runs
-	 * the target, or that is the target; a parked target gets it on the
-	 * sender's kernel thread, like pthread_kill. */
 	int tid;
 	if (t->foreign) {
 		tid = t->ktid;
@@ -293,6 +290,15 @@ int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	} else {
 		tid = vp_gettid();
 	}
+	if (vp_kthread_sigqueue(tid, si->si_signo, si) != 0)
+		return errno;
+	return 0;
+}
+
+int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
+{
+	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & (SIG_INTERNAL | SIG_RESERVED))))
+		return EINVAL;
 	siginfo_t info;
 	memset(&info, 0, sizeof info);
 	info.si_signo = sig;
@@ -300,9 +306,7 @@ int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
 	info.si_pid = vp_process_id();
 	info.si_uid = getuid();
 	info.si_value = value;
-	if (vp_kthread_sigqueue(tid, sig, &info) != 0)
-		return errno;
-	return 0;
+	return sig_queue_ult((struct ult *)th, &info);
 }
 
 /* ---- masks ------------------------------------------------------------------------ */

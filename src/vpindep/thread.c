@@ -59,6 +59,7 @@ static struct ult *tcb_get(void)
 	t->sig_unsafe = 0;
 	t->prio_nheld = 0;
 	t->prio_wait = NULL;
+	atomic_store_explicit(&t->cputimer_due, 0, memory_order_relaxed);
 	t->result = NULL;
 	spin_init(&t->lock);
 	t->detached = t->joined = false;
