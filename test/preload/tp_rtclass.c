@@ -5,13 +5,18 @@
  *    sched_getscheduler) is SCHED_FIFO 30 inside a SCHED_FIFO 30 thread,
  *    and SCHED_OTHER again in a SCHED_OTHER thread that runs after it;
  *  - a SCHED_FIFO thread that computes 200 ms beside a busy SCHED_OTHER
- *    process on the same CPU gets that CPU: it finishes in well under the
- *    400 ms that sharing would take;
+ *    process on the same CPU gets that CPU: the busy process gets less
+ *    than half as much CPU time meanwhile (sharing gives it as much);
  *  - main at SCHED_FIFO 50 computes while it waits for a SCHED_FIFO 60
- *    thread it created: that thread runs within 10 ms (NPTL: 0.1 ms), although the VP
- *    it is queued on had to take the CPU from main's (the kernel gives a
- *    SCHED_OTHER kernel thread under a real-time one only what is left
- *    after 950 ms of each second).
+ *    thread it created: that thread runs before the process has used 10 ms of
+ *    CPU (NPTL: a few microseconds; a VP the kernel did not give the
+ *    real-time class waits under main for most of a second), although the
+ *    VP it is queued on had to take the CPU from main's.
+ * Both are judged by CPU time, not wall-clock delay: on a loaded machine
+ * other processes (other real-time ones, the kernel's fair server that
+ * gives SCHED_OTHER tasks 50 ms a second under real-time ones) may hold
+ * the CPU for tens of milliseconds, but they do not run the busy process
+ * or main in the place of the real-time thread.
  * Needs root for SCHED_FIFO: without it, exit 77 (skipped). */
 #include <errno.h>
 #include <pthread.h>
@@ -56,19 +61,23 @@ static void test_kernel_view(void)
 	CHECK(kernel_policy(&prio) == SCHED_OTHER && prio == 0);
 }
 
-static long long thread_cpu_ns(void)
+static long long cpu_ns(clockid_t clk)
 {
 	struct timespec ts;
-	CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0);
+	CHECK(clock_gettime(clk, &ts) == 0);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static clockid_t hog_clock;
+static long long hog_ns;   /* the busy process's CPU time while compute ran */
+
 static void *compute(void *arg)
 {
-	long long *wall = arg, t0 = tp_now_ns(), c0 = thread_cpu_ns();
-	while (thread_cpu_ns() - c0 < 200000000)
+	(void)arg;
+	long long h0 = cpu_ns(hog_clock), c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	while (cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0 < 200000000)
 		;
-	*wall = tp_now_ns() - t0;
+	hog_ns = cpu_ns(hog_clock) - h0;
 	return NULL;
 }
 
@@ -80,13 +89,13 @@ static void test_wins_cpu(void)
 		for (;;)
 			;
 	}
-	long long wall = 0;
-	CHECK_OK(pthread_join(tp_spawn_sched(SCHED_FIFO, 20, compute, &wall), NULL));
+	CHECK_OK(clock_getcpuclockid(hog, &hog_clock));
+	CHECK_OK(pthread_join(tp_spawn_sched(SCHED_FIFO, 20, compute, NULL), NULL));
 	kill(hog, SIGKILL);
 	CHECK(waitpid(hog, NULL, 0) == hog);
-	if (wall > 300000000) {
-		fprintf(stderr, "rtclass: 200 ms of CPU took %lld ms beside a busy process\n",
-			wall / 1000000);
+	if (hog_ns > 100000000) {
+		fprintf(stderr, "rtclass: a busy SCHED_OTHER process got %lld ms of CPU while "
+			"a SCHED_FIFO thread computed 200 ms on the same CPU\n", hog_ns / 1000000);
 		exit(1);
 	}
 }
@@ -104,17 +113,17 @@ static void test_raise(void)
 {
 	struct sched_param sp = { .sched_priority = 50 };
 	CHECK_OK(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp));
-	long long t0 = tp_now_ns();
+	long long t0 = tp_now_ns(), c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
 	pthread_t t = tp_spawn_sched(SCHED_FIFO, 60, set_flag, NULL);
 	while (!atomic_load(&flag) && tp_now_ns() - t0 < 2000000000LL)
 		;
-	long long took = tp_now_ns() - t0;
+	long long used = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	sp.sched_priority = 0;
 	CHECK_OK(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp));
 	CHECK_OK(pthread_join(t, NULL));
-	if (took > 10000000) {
-		fprintf(stderr, "rtclass: a SCHED_FIFO 60 thread ran %lld ms after its creation "
-			"by a SCHED_FIFO 50 one\n", took / 1000000);
+	if (used > 10000000) {
+		fprintf(stderr, "rtclass: the process used %lld ms of CPU before a SCHED_FIFO 60 "
+			"thread ran after its creation by a SCHED_FIFO 50 one\n", used / 1000000);
 		exit(1);
 	}
 }
