@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mutex_prio.h"
 #include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
@@ -130,6 +131,7 @@ static void fork_child(void)
 		self->ktid = vp_gettid();
 	/* The kernel forgot the robust list: the child's is new and empty. */
 	robust_fork_child();
+	prio_fork_child();
 	/* Timers are not inherited (POSIX), nor is their helper thread. */
 	cputimer_fork_child();
 	if (!held)

@@ -219,6 +219,22 @@ void prio_thread_exit(struct ult *t)
 	spin_unlock(&prio_lock);
 }
 
+/* The child's thread owns none of the PI/PP mutexes its parent's thread
+ * held: their owner is that thread (a shared one's owner token is the
+ * parent's, as a private one's copy is), and the child may have unmapped a
+ * shared one (glibc's tst-robust-fork does, then locks another PI mutex:
+ * owed() read the unmapped one). */
+void prio_fork_child(void)
+{
+	struct ult *self = ult_self();
+	spin_init(&prio_lock);
+	holders = NULL;
+	self->prio_nheld = 0;
+	self->prio_wait = NULL;
+	self->prio = base_prio(self);
+	ult_update_kclass(self);
+}
+
 void prio_base_changed(struct ult *t)
 {
 	if (t->prio_nheld == 0)

@@ -20,6 +20,8 @@ void prio_unlocked(pthread_mutex_t *m);
 void prio_base_changed(struct ult *t);
 /* t exits holding some: take it off the list of holders. */
 void prio_thread_exit(struct ult *t);
+/* In the child of fork: the calling thread holds none, at its own priority. */
+void prio_fork_child(void);
 /* The caller's own priority, boosts left out (a PP ceiling below it: EINVAL). */
 int prio_current(void);
 /* mutex.c: the priority of m's first waiter, -1 if none (takes m's lock). */
