@@ -172,26 +172,6 @@ static bool in_unsafe_handler(struct ult *t)
 	return false;
 }
 
-/* The due timers of v, then of the other VPs. */
-static void run_due_timers(struct vproc *v)
-{
-	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
-		timer_run_expired(v);
-	int64_t now = -1;
-	for (int i = 0; i < ppl_rt.nvps_total; i++) {
-		struct vproc *o = ppl_rt.vps[i];
-		if (o == NULL || o == v)
-			continue;
-		int64_t d = atomic_load_explicit(&o->next_deadline, memory_order_relaxed);
-		if (d == INT64_MAX)
-			continue;
-		if (now < 0)
-			now = clock_now_ns(CLOCK_MONOTONIC);
-		if (d <= now)
-			timer_run_expired(o);
-	}
-}
-
 /* ---- the handler --------------------------------------------------------------- */
 
 /* What the tick should do to v's current thread `cur`, by POSIX's
@@ -226,7 +206,7 @@ static void tick_body(void *uc)
 	 * CPU (the wake-up raises it).  Not inside a lock: the timer's
 	 * wake-up takes run-queue and wait-queue locks. */
 	if (!vp_in_crit(&v->vp))
-		run_due_timers(v);
+		sched_run_timers(v);
 	unsigned long sw = v->stats.switches;
 	bool owed = pending_take(v);
 	if (!owed && !kick && sw != v->tick_switches) {

@@ -345,6 +345,9 @@ extern unsigned ppl_env_tls_ldt_after PPL_HIDDEN;
  * the block's LDT entry (called only while t->tls_countdown != 0). */
 void ult_tls_entered(struct ult *t) PPL_HIDDEN;
 extern enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH */
+/* sched.c: fire the due timers of v and of other VPs; ns until v's next
+ * (or the lent VP's it stands in for), -1 if none. */
+int64_t sched_run_timers(struct vproc *v);
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
 /* vp_create for a VP running sched_vp_main.  0 or errno. */

@@ -918,8 +918,9 @@ _Noreturn void sched_exit(struct ult *self)
 
 /* ---- the idle loop ------------------------------------------------------------------ */
 
-/* Expired timers of this VP, and of any other VP that is too busy to look. */
-static int64_t run_timers(struct vproc *v)
+/* Expired timers of this VP, and of any other VP that is too busy to look
+ * (the idle loop, and the tick of a VP whose thread computes). */
+int64_t sched_run_timers(struct vproc *v)
 {
 	int64_t left = timer_run_expired(v);
 	int64_t now = -1;
@@ -1014,7 +1015,7 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 		if (shared)
 			pass_on_wake();
 	} else if (t == NULL) {
-		int64_t left = run_timers(v);
+		int64_t left = sched_run_timers(v);
 		/* A timer that fired just now queued its thread here
 		 * (push_target): run it instead of sleeping on it. */
 		if (atomic_load_explicit(&v->rq_len, memory_order_relaxed) > 0)
@@ -1074,7 +1075,7 @@ void sched_vp_main(struct vp *vp)
 	preempt_vp_start(v);
 	for (;;) {
 		set_current(v, NULL);
-		int64_t left = run_timers(v);
+		int64_t left = sched_run_timers(v);
 		struct ult *t = find_work(v);
 		if (t == NULL && atomic_load(&v->retired) && v->bound_to == NULL) {
 			retire(v);

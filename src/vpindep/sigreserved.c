@@ -101,22 +101,30 @@ static int process_of(pid_t *pid)
 	return 0;
 }
 
+/* kill or sigqueue of this process from a user thread: routed by libppl
+ * (sigroute.c) when it takes it, so that the handler runs in a thread. */
+static bool routed(pid_t pid, int sig, int code, union sigval value)
+{
+	if (pid != vp_process_id() || sig < 1 || sig > 64)
+		return false;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = sig;
+	si.si_code = code;
+	si.si_pid = pid;
+	si.si_uid = getuid();
+	si.si_value = value;
+	return sig_send_process(sig, &si);
+}
+
 int ppl_kill(pid_t pid, int sig)
 {
 	if (process_of(&pid) != 0)
 		return -1;
 	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
-	if (pid == vp_process_id() && sig >= 1 && sig <= 64) {
-		siginfo_t si;
-		memset(&si, 0, sizeof si);
-		si.si_signo = sig;
-		si.si_code = SI_USER;
-		si.si_pid = pid;
-		si.si_uid = getuid();
-		if (sig_send_process(sig, &si))
-			return 0;
-	}
+	if (routed(pid, sig, SI_USER, (union sigval){ 0 }))
+		return 0;
 	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
 }
 
@@ -148,17 +156,8 @@ int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 		return -1;
 	if (sig_reserved(sig) && pid == vp_process_id())
 		return refuse();
-	if (pid == vp_process_id() && sig >= 1 && sig <= 64) {
-		siginfo_t si;
-		memset(&si, 0, sizeof si);
-		si.si_signo = sig;
-		si.si_code = SI_QUEUE;
-		si.si_pid = pid;
-		si.si_uid = getuid();
-		si.si_value = value;
-		if (sig_send_process(sig, &si))
-			return 0;
-	}
+	if (routed(pid, sig, SI_QUEUE, value))
+		return 0;
 	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
 		pid, sig, value);
 }

@@ -209,14 +209,7 @@ int main(int argc, char **argv)
 		printf("mutex-prio: skipped, SCHED_FIFO needs privilege\n");
 		return 77;
 	}
-	cpu_set_t all, one;
-	CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-	int cpu_id = 0;
-	while (!CPU_ISSET(cpu_id, &all))
-		cpu_id++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu_id, &one);
-	CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+	tp_pin_first_cpu();
 
 	errors();
 	inversion(false);

@@ -199,14 +199,7 @@ int main(int argc, char **argv)
 		printf("prio-wake: skipped, SCHED_FIFO needs privilege\n");
 		return 77;
 	}
-	cpu_set_t all, one;
-	CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-	int cpu_id = 0;
-	while (!CPU_ISSET(cpu_id, &all))
-		cpu_id++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu_id, &one);
-	CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+	tp_pin_first_cpu();
 
 	for (int m = 0; m < NMODES; m++)
 		run_mode((enum mode)m);

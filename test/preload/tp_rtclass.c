@@ -146,14 +146,7 @@ int main(int argc, char **argv)
 	sp.sched_priority = 0;
 	CHECK(sched_setscheduler(0, SCHED_OTHER, &sp) == 0);
 
-	cpu_set_t all, one;
-	CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-	int cpu_id = 0;
-	while (!CPU_ISSET(cpu_id, &all))
-		cpu_id++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu_id, &one);
-	CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+	tp_pin_first_cpu();
 
 	test_kernel_view();
 	test_wins_cpu();

@@ -95,14 +95,7 @@ int main(void)
 		printf("rwlock-prio: skipped, SCHED_FIFO needs privilege\n");
 		return 77;
 	}
-	cpu_set_t all, one;
-	CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
-	int cpu_id = 0;
-	while (!CPU_ISSET(cpu_id, &all))
-		cpu_id++;
-	CPU_ZERO(&one);
-	CPU_SET(cpu_id, &one);
-	CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+	tp_pin_first_cpu();
 
 	const struct who w = { 'W', true }, r = { 'r', false }, R = { 'R', false };
 	const int deflt = PTHREAD_RWLOCK_DEFAULT_NP;

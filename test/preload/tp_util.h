@@ -33,6 +33,21 @@
 		}                                                                    \
 	} while (0)
 
+/* Pin the whole process to the first CPU of its affinity mask, as real
+ * programs do to make priorities decide (the priority tests).  Returns it. */
+static inline int tp_pin_first_cpu(void)
+{
+	cpu_set_t all, one;
+	CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+	int cpu = 0;
+	while (!CPU_ISSET(cpu, &all))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+	return cpu;
+}
+
 /* Start fn(arg) with the given policy and priority (explicit scheduling). */
 static inline pthread_t tp_spawn_sched(int policy, int prio, void *(*fn)(void *), void *arg)
 {
