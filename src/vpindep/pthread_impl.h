@@ -151,7 +151,7 @@ struct ult {
 	int sched_policy;
 	struct sched_param sched_param;
 	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
-				    * and SCHED_RR, 0 otherwise (sched.c orders by it),
+				    * and SCHED_RR, 0 otherwise (runq.h orders by it),
 				    * or a PI/PP boost above it (mutex_prio.c) */
 	int kclass;                /* its VP's kernel class while it runs (ult_kclass) */
 	bool inherit_sched;
@@ -329,7 +329,7 @@ struct runtime {
 	int debug;                 /* PPL_DEBUG level */
 	int env_vps;               /* PPL_VPS, 0 if unset */
 	struct vproc *spare_bound; /* VPs of exited SCOPE_SYSTEM threads, for reuse */
-	_Atomic int rt_ready;      /* threads of priority > 0 on run queues (sched.c) */
+	_Atomic int rt_ready;      /* threads of priority > 0 on run queues (runq.h) */
 	unsigned fork_gen;         /* forks this process descends from (fork.c) */
 };
 
@@ -338,14 +338,14 @@ extern struct runtime ppl_rt PPL_HIDDEN;
 extern bool ppl_env_tls_per_thread PPL_HIDDEN;   /* PPL_TLS asks for per-thread */
 extern bool ppl_env_system_bound PPL_HIDDEN;     /* PPL_SYSTEM_SCOPE=bound */
 /* PPL_TLS_LDT_AFTER: with the ldt switch method a block gets its LDT entry
- * when its thread is resumed for the Nth time (sched.c's tls_resumed); 0:
+ * when its thread is resumed for the Nth time (switch.c's ult_tls_entered); 0:
  * when the block is made. */
 extern unsigned ppl_env_tls_ldt_after PPL_HIDDEN;
-/* sched.c: the thread on its block has started or resumed; counts down to
+/* switch.c: the thread on its block has started or resumed; counts down to
  * the block's LDT entry (called only while t->tls_countdown != 0). */
 void ult_tls_entered(struct ult *t) PPL_HIDDEN;
 extern enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH */
-/* sched.c: fire the due timers of v and of other VPs; ns until v's next
+/* idle.c: fire the due timers of v and of other VPs; ns until v's next
  * (or the lent VP's it stands in for), -1 if none. */
 int64_t sched_run_timers(struct vproc *v);
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
@@ -359,7 +359,7 @@ int ppl_bind_new_vp(struct ult *t) PPL_MUST_CHECK;
 /* t (bound) has exited: its VP becomes a spare for the next bound thread. */
 void ppl_unbind_vp(struct ult *t);
 
-/* ---- the scheduler (sched.c): the only caller of ctx_switch* -------------------- */
+/* ---- the scheduler (sched.c, runq.c, switch.c, park.c, idle.c): the only caller of ctx_switch* */
 
 /* The calling thread's TCB; on a foreign kernel thread a TCB is created on
  * first use (never fails: falls back to a static emergency record). */

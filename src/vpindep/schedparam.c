@@ -5,7 +5,7 @@
  * Invariants
  *  - A thread's priority (struct ult's prio) is its sched_priority under
  *    SCHED_FIFO and SCHED_RR, 0 under the other policies; the scheduler
- *    orders run queues and wait queues by it (sched.c, waitq.c).  A
+ *    orders run queues and wait queues by it (runq.h, waitq.c).  A
  *    thread whose priority another thread changes is queued again where
  *    it is, run queue or wait queue, at the back of its new priority (as
  *    the kernel requeues NPTL's threads and futex waiters); the caller's

@@ -154,7 +154,7 @@ void sig_vp_init(struct vproc *v)
  * raises the signal itself when it resumes (sig_resumed).  True also when
  * such a park was already ended by its waker or timer (it resumes anyway),
  * false when t is not in an interruptible park.  A park published after
- * our load of park_lock reads sigpending after publishing (sched.c park),
+ * our load of park_lock reads sigpending after publishing (park.c park),
  * so one of the two sees the other. */
 static bool sig_wake(struct ult *t)
 {

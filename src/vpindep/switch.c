@@ -1,0 +1,148 @@
+/* Switching: yielding, requeueing on a priority change, and a thread's
+ * exit.  The switch itself is in switch.h. */
+#include "pthread_impl.h"
+#include "runq.h"
+#include "switch.h"
+
+/* The ldt switch method: an LDT entry costs a modify_ldt of 15-75 us (the
+ * kernel rebuilds and reinstalls the whole LDT), a switch without one an
+ * arch_prctl of about 0.2 us.  So a block gets its entry when it is switched
+ * to for the PPL_TLS_LDT_AFTER-th time (64: rent until the rent paid would
+ * have bought it), counted by the threads on it as they start (ult_entry)
+ * or resume (switch_to): threads that are made and then block for good
+ * never pay for one, a pooled block that many short threads use in turn
+ * does, and the 8,192 entries go to blocks that switch.  Runs on self,
+ * with no lock held; errno is self's own. */
+void ult_tls_entered(struct ult *self)
+{
+	if (--self->tls_countdown != 0)
+		return;
+	int e = errno;
+	self->tls_sel = ctx_tls_selector(self->ctx.tls);
+	self->ctx.tls_sel = self->tls_sel;
+	errno = e;
+}
+
+/* The yielding thread is queued again: an idle VP may take it, or it would
+ * wait behind a thread that never yields back (no preemption). */
+static void requeue(struct ult *t, bool front)
+{
+	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
+	struct vproc *v = t->home ? t->home : push_target(t);
+	spin_lock(&v->rq_lock);
+	rq_insert(v, t, front);
+	spin_unlock(&v->rq_lock);
+	wake_idle_vp();
+	monitor_note_ready();   /* v may be another VP, stuck in the kernel */
+}
+
+static void requeue_cb(void *t)
+{
+	requeue(t, false);
+}
+
+static void requeue_front_cb(void *t)
+{
+	requeue(t, true);
+}
+
+static void unlock_cb(void *lock)
+{
+	spin_unlock(lock);
+	wake_idle_vp();
+}
+
+/* v: the caller's VP, not NULL. */
+static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int min, bool front)
+{
+	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
+		timer_run_expired(v);
+	struct ult *self = v->current;
+	if (ppl_unlikely(self->home != NULL && self->home != v)) {
+		/* Its home moved (pthread_setaffinity_np): go there now. */
+		switch_away(v, self, requeue_cb, self);
+		sig_resumed(self);
+		return true;
+	}
+	struct ult *next = take_better_rt(v, min);
+	if (next == NULL && atomic_load_explicit(&v->rq_len, memory_order_relaxed) != 0) {
+		/* The common case, one lock round trip: swap self for the head
+		 * of this VP's queue.  Self is queued under the lock but
+		 * invisible to thieves until unlock_cb releases it, after the
+		 * switch. */
+		spin_lock(&v->rq_lock);
+		next = min == 0 ? rq_take(v) : rq_take_for(v, NULL, min);
+		if (next == NULL) {
+			spin_unlock(&v->rq_lock);
+			return false;
+		}
+		atomic_store_explicit(&self->state, ULT_READY, memory_order_relaxed);
+		rq_insert(v, self, front);
+		switch_to(v, self, next, unlock_cb, &v->rq_lock);
+		sig_resumed(self);
+		return true;
+	}
+	/* Nothing here: take a thread from another VP, if any. */
+	if (next == NULL &&
+	    (min > 0 || v->dedicated || ppl_rt.nvps_total == 1 || (next = find_work(v)) == NULL))
+		return false;
+	switch_to(v, self, next, front ? requeue_front_cb : requeue_cb, self);
+	sig_resumed(self);
+	return true;
+}
+
+bool sched_yield_min(int min, bool front)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL) {
+		vp_kthread_yield();
+		return true;
+	}
+	return yield_min(v, min, front);
+}
+
+void sched_yield_ult(void)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL)
+		vp_kthread_yield();
+	else
+		yield_min(v, v->current->prio, false);
+}
+
+void sched_yield_user(void)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL || !yield_min(v, v->current->prio, false))
+		vp_kthread_yield();   /* as on NPTL: other processes may run */
+}
+
+void sched_prio_changed(void)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL || v->current == NULL)
+		return;
+	atomic_store_explicit(&v->cur_prio, v->current->prio, memory_order_relaxed);
+	sched_class_sync(v->current, v);
+	if (sched_top_ready(v) > v->current->prio)
+		sched_yield_min(v->current->prio + 1, false);
+}
+
+/* ---- thread exit ------------------------------------------------------------------ */
+
+extern void ult_exited(struct ult *t) PPL_HIDDEN;   /* thread.c: off its stack now */
+
+static void exit_cb(void *arg)
+{
+	ult_exited(arg);
+}
+
+_Noreturn void sched_exit(struct ult *self)
+{
+	struct vproc *v = this_vp();
+	ppl_assert(v != NULL);
+	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_relaxed);
+	ppl_trace(TR_EXIT, self->id, 0);
+	switch_away(v, self, exit_cb, self);
+	ppl_fatal("an exited thread was resumed");
+}
