@@ -513,3 +513,11 @@ int ppl_pthread_cancel(pthread_t th)
 	send_kick(v, false, "for asynchronous cancellation");
 	return 0;
 }
+
+/* No cancellation is in flight in the forked child. */
+void cancel_vp_fork_child(struct vproc *v, struct ult *self)
+{
+	atomic_store_explicit(&v->cancel_sig, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->cancel_inflight, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->cp_ult, NULL, memory_order_relaxed);
+}

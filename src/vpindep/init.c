@@ -10,6 +10,7 @@
 
 #include "mutex_robust.h"
 #include "pthread_impl.h"
+#include "runq.h"
 #include "schedhooks.h"
 
 struct runtime ppl_rt PPL_HIDDEN;
@@ -75,6 +76,37 @@ static int default_vps(void)
 static spin_t leftover_lock;
 static struct vproc *leftover;
 
+/* The parts of struct vproc (pthread_impl.h), each owned by its module.
+ * The VP's life (idle_stack, bound_to, dedicated, spare_next, retired) is
+ * this file's own.  stats has no hook: the child's counts go on. */
+static const struct vproc_part vproc_parts[] = {
+	{ "runq", NULL, runq_fork_child },
+	{ "sched", sched_vp_init, sched_fork_child },
+	{ "timers", timer_vp_init, timer_fork_child },
+	{ "preempt", NULL, preempt_fork_child },
+	{ "cancel", NULL, cancel_vp_fork_child },
+	{ "stats", NULL, NULL },
+	{ "monitor", NULL, monitor_vp_fork_child },
+};
+
+int vproc_parts_init(struct vproc *v)
+{
+	for (size_t i = 0; i < sizeof vproc_parts / sizeof vproc_parts[0]; i++)
+		if (vproc_parts[i].init) {
+			int err = vproc_parts[i].init(v);
+			if (err)
+				return err;
+		}
+	return 0;
+}
+
+static void vproc_parts_fork_child(struct vproc *v, struct ult *self)
+{
+	for (size_t i = 0; i < sizeof vproc_parts / sizeof vproc_parts[0]; i++)
+		if (vproc_parts[i].fork_child)
+			vproc_parts[i].fork_child(v, self);
+}
+
 static struct vproc *vproc_new(int id)
 {
 	spin_lock(&leftover_lock);
@@ -95,14 +127,12 @@ static struct vproc *vproc_new(int id)
 	memset(v, 0, sizeof *v);
 	v->heap = heap;
 	v->heap_cap = heap_cap;
-	if (timer_heap_init(v) != 0) {
+	if (vproc_parts_init(v) != 0) {
 		free(v->heap);
 		free(v);
 		return NULL;
 	}
 	v->vp.id = id;
-	atomic_store(&v->next_deadline, INT64_MAX);
-	atomic_store(&v->cur_prio, -1);
 	return v;
 }
 
@@ -420,31 +450,11 @@ void ppl_runtime_fork_child(void)
 	}
 
 	v->vp.id = 0;
-	spin_init(&v->rq_lock);
-	v->rq_head = v->rq_tail = v->rt_head = NULL;
-	atomic_store_explicit(&v->rq_len, 0, memory_order_relaxed);
-	atomic_store_explicit(&v->rq_top, 0, memory_order_relaxed);
-	atomic_store_explicit(&ppl_rt.rt_ready, 0, memory_order_relaxed);
-	atomic_store_explicit(&v->prio_kick, false, memory_order_relaxed);
-	spin_init(&v->timer_lock);
-	v->heap_len = 0;          /* the other threads' timers: they are gone */
-	atomic_store_explicit(&v->next_deadline, INT64_MAX, memory_order_relaxed);
-	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
+	vproc_parts_fork_child(v, self);
 	atomic_store_explicit(&v->retired, false, memory_order_relaxed);
 	v->bound_to = NULL;
 	v->dedicated = false;
 	v->spare_next = NULL;
-	v->current = self;
-	atomic_store_explicit(&v->cur_prio, self->prio, memory_order_relaxed);
-	/* Hand-off state (monitor.c): nothing is lent in the child. */
-	atomic_store_explicit(&v->in_syscall, 0, memory_order_relaxed);
-	v->lent_to = NULL;
-	v->lender = NULL;
-	v->spare = false;
-	atomic_store_explicit(&v->cancel_sig, 0, memory_order_relaxed);
-	atomic_store_explicit(&v->cancel_inflight, 0, memory_order_relaxed);
-	atomic_store_explicit(&v->cp_ult, NULL, memory_order_relaxed);
-	atomic_store_explicit(&v->preempt_pending, false, memory_order_relaxed);
 	vp_fork_child(&v->vp);
 	preempt_vp_start(v);
 	if (v->idle_stack.lo == NULL) {

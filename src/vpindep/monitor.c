@@ -194,12 +194,11 @@ static struct vproc *spare_get(void)
 	if (s == NULL)
 		return NULL;
 	memset(s, 0, sizeof *s);
-	if (timer_heap_init(s) != 0) {
+	if (vproc_parts_init(s) != 0) {
+		free(s->heap);
 		free(s);
 		return NULL;
 	}
-	atomic_store(&s->next_deadline, INT64_MAX);
-	atomic_store(&s->cur_prio, -1);
 	atomic_store(&s->retired, true);
 	s->spare = true;
 	spin_lock(&ppl_rt.lock);
@@ -459,4 +458,13 @@ void monitor_start(void)
 {
 	if (vp_helper_create(monitor_main, NULL) == 0)
 		monitor_count_kthread();
+}
+
+/* Hand-off state: nothing is lent in the child. */
+void monitor_vp_fork_child(struct vproc *v, struct ult *self)
+{
+	atomic_store_explicit(&v->in_syscall, 0, memory_order_relaxed);
+	v->lent_to = NULL;
+	v->lender = NULL;
+	v->spare = false;
 }

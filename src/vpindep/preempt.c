@@ -360,3 +360,9 @@ void preempt_vp_start(struct vproc *v)
 		}
 	}
 }
+
+void preempt_fork_child(struct vproc *v, struct ult *self)
+{
+	atomic_store_explicit(&v->prio_kick, false, memory_order_relaxed);
+	atomic_store_explicit(&v->preempt_pending, false, memory_order_relaxed);
+}

@@ -148,3 +148,13 @@ struct ult *take_better_rt_slow(struct vproc *v, int min)
 	struct vproc *o = best_rt_queue(v, min);
 	return o ? steal_from(v, o, min) : NULL;
 }
+
+/* Its part of the forked child's VP: empty queues. */
+void runq_fork_child(struct vproc *v, struct ult *self)
+{
+	spin_init(&v->rq_lock);
+	v->rq_head = v->rq_tail = v->rt_head = NULL;
+	atomic_store_explicit(&v->rq_len, 0, memory_order_relaxed);
+	atomic_store_explicit(&v->rq_top, 0, memory_order_relaxed);
+	atomic_store_explicit(&ppl_rt.rt_ready, 0, memory_order_relaxed);
+}

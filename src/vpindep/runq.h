@@ -130,6 +130,9 @@ static inline struct ult *find_work(struct vproc *v)
 	return t ? t : steal(v);
 }
 
+/* struct vp_runq's reset in the forked child (vproc_parts). */
+void runq_fork_child(struct vproc *v, struct ult *self);
+
 /* ---- making threads ready (sched.c) ---- */
 /* Wake a sleeping VP for work just queued, unless a VP spins. */
 void wake_idle_vp(void);

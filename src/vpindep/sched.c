@@ -208,3 +208,19 @@ int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk)
 	int64_t d = now_mono + (abs - now_clk);
 	return d < 0 ? 0 : d;
 }
+
+/* ---- struct vp_sched (vproc_parts) ---------------------------------------------- */
+
+int sched_vp_init(struct vproc *v)
+{
+	atomic_store(&v->cur_prio, -1);
+	return 0;
+}
+
+/* The forked child's VP runs the forking thread, awake. */
+void sched_fork_child(struct vproc *v, struct ult *self)
+{
+	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
+	v->current = self;
+	atomic_store_explicit(&v->cur_prio, self->prio, memory_order_relaxed);
+}

@@ -162,3 +162,18 @@ int64_t timer_run_expired(struct vproc *v)
 		atomic_store_explicit(&tm->state, TIMER_IDLE, memory_order_release);
 	}
 }
+
+int timer_vp_init(struct vproc *v)
+{
+	int err = timer_heap_init(v);
+	if (err == 0)
+		atomic_store(&v->next_deadline, INT64_MAX);
+	return err;
+}
+
+void timer_fork_child(struct vproc *v, struct ult *self)
+{
+	spin_init(&v->timer_lock);
+	v->heap_len = 0;          /* the other threads' timers: they are gone */
+	atomic_store_explicit(&v->next_deadline, INT64_MAX, memory_order_relaxed);
+}
