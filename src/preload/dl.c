@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../vpindep/vpindep.h"
+#include "dl_call.h"
 
 #define PPL_API __attribute__((visibility("default")))
 
@@ -122,11 +123,6 @@ static const void *gadget_for(const void *pc)
 
 /* ---- the wrappers' halves ---------------------------------------------------------------- */
 
-struct dl_enter {
-	void *(*fn)(void);
-	const void *gadget;
-};
-
 /* Returned in %rax:%rdx.  Without the real function (no libdl?), fail as
  * the C library does: call a stub that returns NULL. */
 static void *no_dl(void)
@@ -134,7 +130,6 @@ static void *no_dl(void)
 	return NULL;
 }
 
-struct dl_enter ppl_dl_enter(const void *ret, int which);
 struct dl_enter ppl_dl_enter(const void *ret, int which)
 {
 	int e = errno;
@@ -147,7 +142,6 @@ struct dl_enter ppl_dl_enter(const void *ret, int which)
 	return r;
 }
 
-void ppl_dl_leave(void *handle);
 void ppl_dl_leave(void *handle)
 {
 	if (handle == NULL)

@@ -34,6 +34,9 @@ struct ctx {
 /* Prepare `c` so that switching to it runs entry(arg) on the given stack
  * (stack_lo .. stack_lo+size).  entry must never return. */
 void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *arg);
+/* In arch/<cpu>/context.S, the return address of ctx_make's frame: calls
+ * entry (x86_64: rbx, AArch64: x19) with arg (r12, x20), traps if it returns. */
+void ctx_trampoline(void) __attribute__((visibility("hidden")));
 
 /* Save the current context in `from` and resume `to`. */
 void ctx_switch(struct ctx *from, struct ctx *to);

@@ -20,11 +20,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "libc_entry.h"
 #include "vp_backend.h"
 #include "vpdep.h"
-
-/* glibc's own sigaction, under the name libppl does not interpose. */
-extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {

@@ -53,6 +53,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "libc_private.h"
 #include "parklot.h"
 #include "pthread_impl.h"
 #include "tls.h"
@@ -61,8 +62,6 @@
  * SIGSETXID) below SIGRTMIN for itself, and applications that use
  * real-time signals usually count up from SIGRTMIN. */
 #define CANCEL_SIGNAL PPL_SIGCANCEL
-
-extern char __libc_single_threaded;
 
 static struct sigaction prev_action;   /* the handler before ours, for foreign signals */
 static _Atomic int sig_state;          /* 0: not installed, 1: installing, 2: done */

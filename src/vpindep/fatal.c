@@ -68,7 +68,6 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	vp_sigaction(sig, &dfl, NULL);
 }
 
-void ppl_overflow_init(void) PPL_HIDDEN;
 void ppl_overflow_init(void)
 {
 	struct sigaction old;

@@ -27,15 +27,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libc_private.h"
 #include "mutex_prio.h"
 #include "mutex_robust.h"
 #include "parklot.h"
 #include "pthread_impl.h"
 #include "schedhooks.h"
-
-extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
-			     void *dso_handle);
-extern void *__dso_handle;
 
 static bool held;   /* prepare took the locks: the runtime had started */
 

@@ -8,16 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libc_private.h"
 #include "mutex_robust.h"
 #include "pthread_impl.h"
 #include "runq.h"
 #include "schedhooks.h"
 
 struct runtime ppl_rt PPL_HIDDEN;
-
-extern char __libc_single_threaded;
-void ppl_overflow_init(void) PPL_HIDDEN;
-extern struct ult *ult_foreign_self(void) PPL_HIDDEN;   /* thread.c */
 
 #define VP0_IDLE_STACK (256 * 1024)
 

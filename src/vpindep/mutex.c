@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "libc_private.h"
 #include "mutex_prio.h"
 #include "mutex_robust.h"
 #include "parklot.h"
@@ -244,9 +245,8 @@ static __attribute__((noinline)) void release_slow(struct mutex *m, int kind)
 /* glibc's own flag: true until a second kernel thread exists (libppl clears
  * it when it starts its VPs).  While it holds, nobody can observe a private
  * mutex between our load and store, so glibc's x86 lock skips the bus lock;
- * so do we, or a single-threaded program would pay 2-3x for every lock. */
-extern char __libc_single_threaded;
-
+ * so do we, or a single-threaded program would pay 2-3x for every lock
+ * (libc_private.h). */
 static inline bool single_threaded(void)
 {
 	return __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) != 0;

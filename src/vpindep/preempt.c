@@ -55,8 +55,6 @@ static int64_t slice_ns;       /* 0: preemption off */
 
 _Atomic int preempt_npending PPL_HIDDEN;
 
-extern long ppl_env_timeslice_us PPL_HIDDEN;
-
 static bool protected_pc(uintptr_t pc)
 {
 	for (int i = 0; i < nranges; i++)

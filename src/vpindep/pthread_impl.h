@@ -30,6 +30,8 @@
 
 /* One line on stderr naming the current thread and the cause, then abort. */
 _Noreturn void ppl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* fatal.c: the stack-overflow handler, installed at start-up. */
+void ppl_overflow_init(void);
 
 /* ---- stacks (stack.c) ------------------------------------------------------ */
 
@@ -396,6 +398,8 @@ extern enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH */
 int64_t sched_run_timers(struct vproc *v);
 /* Read the environment knobs once (a bad value is fatal, naming the variable). */
 void ppl_env_init(void);
+extern size_t ppl_env_stack_size PPL_HIDDEN;     /* PPL_STACK_SIZE, 0 if unset */
+extern long ppl_env_timeslice_us PPL_HIDDEN;     /* PPL_TIMESLICE_US, 0: no preemption */
 /* vp_create for a VP running sched_vp_main.  0 or errno. */
 int ppl_vp_create(struct vproc *v) PPL_MUST_CHECK;
 /* Start the VPs if they are not running yet. 0 or errno. */
@@ -412,7 +416,12 @@ void ppl_unbind_vp(struct ult *t);
 struct ult *ult_self(void);
 /* The same, but NULL for a kernel thread libppl has made no TCB for yet. */
 struct ult *ult_self_peek(void);
-/* Make t runnable.  t must be BLOCKED (popped from its wait queue by the
+/* thread.c: the TCB of a kernel thread libppl did not create (made at its
+ * first call), and the same without making one (NULL if it has none). */
+struct ult *ult_foreign_self(void);
+struct ult *ult_foreign_peek(void);
+/* thread.c: an exited thread is off its stack now (sched_exit's callback). */
+void ult_exited(struct ult *t);/* Make t runnable.  t must be BLOCKED (popped from its wait queue by the
  * caller) or new.  Callable with an object lock held. */
 void sched_wake(struct ult *t);
 void sched_ready_new(struct ult *t);

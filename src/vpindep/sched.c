@@ -176,8 +176,6 @@ void sched_wake(struct ult *t)
 
 /* ---- the current thread --------------------------------------------------------------- */
 
-extern struct ult *ult_foreign_self(void) PPL_HIDDEN;   /* thread.c */
-
 struct ult *ult_self(void)
 {
 	struct vproc *v = this_vp();
@@ -185,8 +183,6 @@ struct ult *ult_self(void)
 		return v->current;
 	return ult_foreign_self();
 }
-
-extern struct ult *ult_foreign_peek(void) PPL_HIDDEN;   /* thread.c */
 
 struct ult *ult_self_peek(void)
 {

@@ -83,7 +83,6 @@ static size_t round_page(size_t n)
 
 size_t stack_default_size(void)
 {
-	extern size_t ppl_env_stack_size PPL_HIDDEN;
 	if (ppl_env_stack_size)
 		return round_page(ppl_env_stack_size);
 #if PPL_DEFAULT_STACK_SIZE > 0

@@ -130,8 +130,6 @@ void sched_prio_changed(void)
 
 /* ---- thread exit ------------------------------------------------------------------ */
 
-extern void ult_exited(struct ult *t) PPL_HIDDEN;   /* thread.c: off its stack now */
-
 static void exit_cb(void *arg)
 {
 	ult_exited(arg);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libc_private.h"
 #include "mutex_robust.h"
 #include "mutex_prio.h"
 #include "pthread_impl.h"
@@ -24,9 +25,6 @@ static spin_t cache_lock;
 static struct ult *cache;          /* recycled TCBs, each maybe with its stack */
 static size_t ncache;
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
-
-extern int __cxa_thread_atexit_impl(void (*)(void *), void *, void *);
-extern void *__dso_handle;
 
 static struct ult *tcb_get(void)
 {
@@ -167,7 +165,6 @@ static bool is_main_kthread(void)
 	return vp_is_initial_kthread();
 }
 
-struct ult *ult_foreign_self(void) PPL_HIDDEN;
 struct ult *ult_foreign_self(void)
 {
 	struct ult *t = foreign_tcb;
@@ -194,7 +191,6 @@ struct ult *ult_foreign_self(void)
  * thread state from its malloc, which a TCB's allocation would re-enter. */
 static __thread bool known_foreign __attribute__((tls_model("initial-exec")));
 
-struct ult *ult_foreign_peek(void) PPL_HIDDEN;
 struct ult *ult_foreign_peek(void)
 {
 	if (foreign_tcb || known_foreign)
@@ -398,7 +394,6 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 
 /* ---- exit -------------------------------------------------------------------------- */
 
-void ult_exited(struct ult *t) PPL_HIDDEN;
 void ult_exited(struct ult *t)
 {
 	spin_lock(&t->lock);

@@ -5,9 +5,6 @@
 
 #include "context.h"
 
-/* In context.S: calls entry (x19) with arg (x20), traps if it returns. */
-extern void ctx_trampoline(void) __attribute__((visibility("hidden")));
-
 enum { FRAME_WORDS = 22 };
 
 void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *arg)

@@ -4,9 +4,6 @@
 
 #include "context.h"
 
-/* In context.S: calls entry (rbx) with arg (r12), traps if it returns. */
-extern void ctx_trampoline(void) __attribute__((visibility("hidden")));
-
 enum {
 	FRAME_WORDS = 8,
 	/* ABI defaults: all exceptions masked, round to nearest; x87 in
