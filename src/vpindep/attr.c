@@ -13,7 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "attr.h"
+#include "stack.h"
 
 /* glibc checks stack sizes against the architecture's fixed minimum, not the
  * (possibly larger) sysconf(_SC_THREAD_STACK_MIN) that _GNU_SOURCE makes

@@ -22,9 +22,13 @@
  *    waiters block until it differs from the value read under b->lock. */
 #include <string.h>
 
+#include "base.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "preempt.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "waitq.h"
 
 #define BF_PSHARED 1u
 #define BF_ROUND   2u   /* flags / BF_ROUND: rounds completed (private; under lock) */

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pthread_impl.h"
+#include "cancel.h"
+#include "monitor.h"
+#include "vproc.h"
 
 /* Resolved on first use: a constructor of another library may read or
  * write before libppl's own ran.  dlsym is idempotent, so racing first

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <threads.h>
 
-#include "pthread_impl.h"
+#include "scheduler.h"
 
 _Static_assert(sizeof(mtx_t) == sizeof(pthread_mutex_t), "mtx_t is a pthread_mutex_t");
 _Static_assert(sizeof(cnd_t) == sizeof(pthread_cond_t), "cnd_t is a pthread_cond_t");

@@ -53,10 +53,17 @@
 #include <signal.h>
 #include <string.h>
 
+#include "base.h"
+#include "cancel.h"
 #include "libc_private.h"
+#include "monitor.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "sig.h"
 #include "tls.h"
+#include "ult.h"
+#include "vproc.h"
 
 /* The last real-time signal: glibc keeps the first two (SIGCANCEL and
  * SIGSETXID) below SIGRTMIN for itself, and applications that use

@@ -28,9 +28,15 @@
  *    (q_ours), which are TCB pointers of the stamping process. */
 #include <string.h>
 
+#include "cancel.h"
+#include "fork.h"
+#include "mutex.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "preempt.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "waitq.h"
 
 /* pthread_condattr_t, glibc's encoding */
 #define CA_PSHARED     1u

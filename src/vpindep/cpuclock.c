@@ -28,7 +28,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "cpuclock.h"
+#include "scheduler.h"
+#include "thread.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define CLOCK_TAG 7
 #define CHUNK 1024

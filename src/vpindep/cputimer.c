@@ -28,7 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "cpuclock.h"
+#include "sig.h"
+#include "thread.h"
+#include "ult.h"
 
 #define MAX_TIMERS 1024
 #define ID_BASE ((uintptr_t)0x7050 << 32)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
 
 /* One broadcast at a time; the others park here instead of blocking
  * their VP in vp_setxid's own lock, which holds kernel threads off. */

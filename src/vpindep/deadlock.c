@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "monitor.h"
+#include "runtime.h"
+#include "thread.h"
+#include "timer.h"
+#include "ult.h"
+#include "vproc.h"
 
 int ppl_env_deadlock PPL_HIDDEN = 1;
 

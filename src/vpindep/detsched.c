@@ -16,8 +16,10 @@
  * The state is one splitmix64 word, read and written relaxed: on one VP a
  * single kernel thread uses it, except while a spare stands in for a VP
  * blocked in the kernel, and then the schedule depends on timing anyway. */
-#include "pthread_impl.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define SLICE_MEAN 64          /* library entry points in a seeded time slice, on average */
 

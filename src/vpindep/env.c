@@ -12,9 +12,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "config.h"
-#include "pthread_impl.h"
+#include "monitor.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "sig.h"
 
 size_t ppl_env_stack_size PPL_HIDDEN;
 long ppl_env_timeslice_us PPL_HIDDEN = 10000;

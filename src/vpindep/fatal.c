@@ -8,7 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "scheduler.h"
+#include "stack.h"
+#include "ult.h"
+#include "vproc.h"
 
 static struct ult *current_ult(void)
 {

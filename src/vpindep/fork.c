@@ -27,12 +27,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "cpuclock.h"
+#include "fork.h"
 #include "libc_private.h"
 #include "mutex_prio.h"
 #include "mutex_robust.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
 
 static bool held;   /* prepare took the locks: the runtime had started */
 

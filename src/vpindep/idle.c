@@ -1,8 +1,15 @@
 /* The idle loop of a VP: running due timers, spinning, then sleeping
  * until work or a timer comes; retiring a VP that is no longer wanted. */
-#include "pthread_impl.h"
+#include "monitor.h"
+#include "preempt.h"
 #include "runq.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "sig.h"
 #include "switch.h"
+#include "timer.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define SPIN_NS 50000          /* how long an idle VP looks for work before sleeping */
 

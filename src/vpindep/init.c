@@ -8,11 +8,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
+#include "cancel.h"
+#include "fork.h"
 #include "libc_private.h"
+#include "monitor.h"
 #include "mutex_robust.h"
-#include "pthread_impl.h"
+#include "preempt.h"
 #include "runq.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "schedparam.h"
+#include "scheduler.h"
+#include "sig.h"
+#include "stack.h"
+#include "thread.h"
+#include "timer.h"
+#include "ult.h"
+#include "vproc.h"
 
 struct runtime ppl_rt PPL_HIDDEN;
 

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pthread_impl.h"
+#include "scheduler.h"
+#include "thread.h"
+#include "ult.h"
 
 struct key {
 	_Atomic uintptr_t seq;                 /* odd: in use */

@@ -29,8 +29,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "monitor.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define HANDOFF_NS 50000LL       /* an announced call this long with threads ready */
 #define STUCK_NS 3000000LL       /* no switch this long while sleeping in the kernel */

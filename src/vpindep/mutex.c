@@ -29,13 +29,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "config.h"
 #include "libc_private.h"
+#include "mutex.h"
 #include "mutex_prio.h"
 #include "mutex_robust.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "preempt.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "waitq.h"
 
 /* __kind bits, as glibc's pthreadP.h defines them */
 #define MK_TYPE      3u            /* PTHREAD_MUTEX_{TIMED,RECURSIVE,ERRORCHECK,ADAPTIVE}_NP */

@@ -22,7 +22,11 @@
 #include <unistd.h>
 
 #include "mutex_prio.h"
-#include "pthread_impl.h"
+#include "preempt.h"
+#include "schedparam.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define CHAIN_MAX 16   /* a longer chain (or a cycle: a deadlock) stops there */
 

@@ -37,7 +37,9 @@
 
 #include "mutex_robust.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "preempt.h"
+#include "scheduler.h"
+#include "ult.h"
 
 #define MK_TYPE 3u
 #define INCONSISTENT   INT_MAX         /* glibc's PTHREAD_MUTEX_INCONSISTENT */

@@ -16,7 +16,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "schedparam.h"
+#include "thread.h"
+#include "ult.h"
 
 static int real_setpriority(__priority_which_t which, id_t who, int prio)
 {

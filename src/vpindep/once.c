@@ -16,8 +16,8 @@
  *  - A waiter parks only while the word still reads IN_PROGRESS|WAITERS
  *    (checked under the bucket lock); the initialiser, if it saw WAITERS in
  *    its exchange to DONE, wakes the bucket after that store. */
+#include "base.h"
 #include "parklot.h"
-#include "pthread_impl.h"
 
 #define ONCE_IN_PROGRESS 1u
 #define ONCE_DONE        2u

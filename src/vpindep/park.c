@@ -1,9 +1,15 @@
 /* Parking: a thread blocks on a wait queue or sleeps until a deadline,
  * and is woken, timed out, interrupted or cancelled; its place on a wait
  * queue follows its priority. */
-#include "pthread_impl.h"
+#include "cancel.h"
 #include "runq.h"
+#include "scheduler.h"
+#include "sig.h"
 #include "switch.h"
+#include "timer.h"
+#include "ult.h"
+#include "vproc.h"
+#include "waitq.h"
 
 /* The lock of t's park, taken, if t is still in that park (park_lock and
  * park_flags change only under it); NULL otherwise.  t is queued exactly

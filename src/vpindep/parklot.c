@@ -36,8 +36,15 @@
  *    either seen before the wait or ends it.
  *
  * The futex calls are vpdep's (futex.c).  See docs/sync.md. */
+#include "base.h"
+#include "cancel.h"
+#include "monitor.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "vproc.h"
+#include "waitq.h"
 
 #define NBUCKETS 64
 #define SLICE_NS 1000000       /* without futex_waitv: a cancel is seen this late */

@@ -39,8 +39,16 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "cancel.h"
+#include "cpuclock.h"
+#include "preempt.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "schedparam.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define MAX_RANGES 16
 

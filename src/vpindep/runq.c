@@ -1,7 +1,10 @@
 /* The run queues (runq.h): taking a thread, removing one, stealing. */
-#include "pthread_impl.h"
 #include "runq.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "vproc.h"
 
 void rt_changed(struct vproc *v, int d)
 {

@@ -6,8 +6,11 @@
 #ifndef PPL_RUNQ_H
 #define PPL_RUNQ_H
 
-#include "pthread_impl.h"
+#include "monitor.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "ult.h"
+#include "vproc.h"
 
 /* ---- run queues -----------------------------------------------------------
  * Two lists per VP under rq_lock: priority 0 (SCHED_OTHER, BATCH, IDLE) in

@@ -33,10 +33,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "config.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "preempt.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "waitq.h"
 
 #define MAX_READERS (UINT32_MAX - 1)
 

@@ -28,10 +28,17 @@
  *    whoever switches a thread in first writes its VP into the block
  *    (vp_set_current_in), since vp_current() reads it from there.  The idle
  *    loop of a VP runs on the VP's own block, which always names the VP. */
-#include "pthread_impl.h"
+#include "monitor.h"
+#include "preempt.h"
 #include "runq.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "schedparam.h"
+#include "scheduler.h"
 #include "switch.h"
+#include "thread.h"
+#include "ult.h"
+#include "vproc.h"
 
 /* ---- waking idle VPs ---------------------------------------------------------- */
 

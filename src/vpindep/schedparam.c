@@ -37,7 +37,13 @@
 #include <unistd.h>
 
 #include "mutex_prio.h"
-#include "pthread_impl.h"
+#include "preempt.h"
+#include "runtime.h"
+#include "schedparam.h"
+#include "scheduler.h"
+#include "thread.h"
+#include "ult.h"
+#include "vproc.h"
 
 int sched_check(int policy, const struct sched_param *p)
 {

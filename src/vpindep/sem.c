@@ -43,9 +43,15 @@
 #include <semaphore.h>
 #include <unistd.h>
 
+#include "cancel.h"
+#include "monitor.h"
 #include "parklot.h"
-#include "pthread_impl.h"
+#include "preempt.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "vproc.h"
+#include "waitq.h"
 
 #define SEM_VALUE_MASK     0xffffffffull
 #define SEM_NWAITERS_SHIFT 32

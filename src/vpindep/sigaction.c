@@ -21,7 +21,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "preempt.h"
+#include "sig.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define NSIGS 65   /* signals 1..64 */
 

@@ -42,7 +42,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "monitor.h"
+#include "preempt.h"
+#include "scheduler.h"
+#include "sig.h"
+#include "ult.h"
+#include "vproc.h"
 
 /* glibc's internal signals (SIGCANCEL, SIGSETXID): pthread_kill and
  * pthread_sigqueue refuse them and pthread_sigmask never blocks them, as

@@ -22,7 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "runtime.h"
+#include "sig.h"
+#include "thread.h"
+#include "ult.h"
+#include "vproc.h"
 
 bool sig_reserved(int sig)
 {

@@ -41,7 +41,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "runtime.h"
+#include "scheduler.h"
+#include "sig.h"
+#include "thread.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define CLAIM_NS 5000000   /* the catcher's look at unclaimed claims: 5 ms */
 #define CATCHER_WAKE PPL_SIGCANCEL   /* only ever sent to the catcher by libppl */

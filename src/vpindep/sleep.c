@@ -4,7 +4,8 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "cancel.h"
+#include "scheduler.h"
 
 #define NS 1000000000LL
 

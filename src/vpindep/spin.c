@@ -6,8 +6,10 @@
  *    time, then yields its VP: the holder may be a ULT preempted on this
  *    very VP (it is not running, so spinning longer cannot help).  With a
  *    single VP the holder can never run while we spin, so yield at once. */
-#include "pthread_impl.h"
+#include "preempt.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "scheduler.h"
 
 #define SPINS 1000        /* polls between yields when another VP may run the holder */
 

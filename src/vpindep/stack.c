@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "pthread_impl.h"
+#include "fork.h"
+#include "runtime.h"
+#include "stack.h"
 
 #if PPL_HAVE_VALGRIND
 #include <valgrind/valgrind.h>

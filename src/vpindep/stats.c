@@ -2,8 +2,11 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "monitor.h"
 #include "ppl.h"
+#include "runtime.h"
+#include "vproc.h"
 
 void ppl_stats_report(void)
 {

@@ -1,8 +1,17 @@
 /* Switching: yielding, requeueing on a priority change, and a thread's
  * exit.  The switch itself is in switch.h. */
-#include "pthread_impl.h"
+#include "base.h"
+#include "monitor.h"
 #include "runq.h"
+#include "runtime.h"
+#include "schedparam.h"
+#include "scheduler.h"
+#include "sig.h"
 #include "switch.h"
+#include "thread.h"
+#include "timer.h"
+#include "ult.h"
+#include "vproc.h"
 
 /* The ldt switch method: an LDT entry costs a modify_ldt of 15-75 us (the
  * kernel rebuilds and reinstalls the whole LDT), a switch without one an

@@ -4,9 +4,12 @@
 #ifndef PPL_SWITCH_H
 #define PPL_SWITCH_H
 
-#include "pthread_impl.h"
+#include "cpuclock.h"
 #include "runq.h"
 #include "schedhooks.h"
+#include "scheduler.h"
+#include "ult.h"
+#include "vproc.h"
 
 static inline struct vproc *this_vp(void)
 {

@@ -13,11 +13,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attr.h"
+#include "base.h"
+#include "cancel.h"
+#include "fork.h"
 #include "libc_private.h"
-#include "mutex_robust.h"
+#include "monitor.h"
 #include "mutex_prio.h"
-#include "pthread_impl.h"
+#include "mutex_robust.h"
+#include "preempt.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "schedparam.h"
+#include "scheduler.h"
+#include "sig.h"
+#include "stack.h"
+#include "thread.h"
+#include "timer.h"
+#include "ult.h"
+#include "waitq.h"
 
 #define TCB_CACHE_MAX 256   /* TCBs kept with their stacks; see stack.c on fork */
 

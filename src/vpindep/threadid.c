@@ -17,7 +17,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "runtime.h"
+#include "schedparam.h"
+#include "scheduler.h"
+#include "thread.h"
+#include "ult.h"
 
 #define VTID_BASE 4194304
 #define VTID_SPAN (INT_MAX - VTID_BASE)

@@ -9,7 +9,11 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "monitor.h"
+#include "timer.h"
+#include "ult.h"
+#include "vproc.h"
 
 static void set_at(struct vproc *v, size_t i, struct timer *tm)
 {

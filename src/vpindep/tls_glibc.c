@@ -30,7 +30,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "fork.h"
+#include "stack.h"
 #include "tls.h"
 
 bool tls_per_thread PPL_HIDDEN;

@@ -28,8 +28,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "runtime.h"
 #include "schedhooks.h"
+#include "ult.h"
+#include "vproc.h"
 
 #define TBUF_EVENTS 4096                  /* per VP, 48 bytes each */
 #define NSLOTS (2 * PPL_MAX_VPS + 1)      /* shared VPs and spares, bound VPs, the rest */

@@ -32,8 +32,11 @@
 #include <string.h>
 #include <unwind.h>
 
-#include "pthread_impl.h"
+#include "base.h"
+#include "cancel.h"
+#include "scheduler.h"
 #include "tls.h"
+#include "ult.h"
 
 _Static_assert(sizeof(struct _Unwind_Exception) <= sizeof(((struct ult *)0)->unwind_exc),
 	       "room for the exception object");

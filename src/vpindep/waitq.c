@@ -6,7 +6,9 @@
  *    objects the child inherited; they do not exist there.  Pop and the
  *    emptiness test drop them from the head (waitq_prune), so a wake-up
  *    never goes to one and a queue of them reads as empty. */
-#include "pthread_impl.h"
+#include "runtime.h"
+#include "ult.h"
+#include "waitq.h"
 
 /* FIFO within a priority, higher priorities first: POSIX wakes the
  * highest priority waiter of a mutex, cond or semaphore.  Priority 0 (the

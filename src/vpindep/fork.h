@@ -1,0 +1,35 @@
+/* fork (fork.c, init.c). */
+#ifndef PPL_FORK_H
+#define PPL_FORK_H
+
+#include "base.h"
+
+/* ---- fork (fork.c, init.c) ---------------------------------------------------------
+ * Each module whose locks guard state the child keeps takes them in
+ * FORK_PREPARE and releases them in FORK_PARENT and FORK_CHILD (the forking
+ * thread holds them, so the child never inherits them locked). */
+
+enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
+
+/* Register libppl's fork handlers (ppl_init, before the program registers any). */
+void fork_init(void);
+void ult_cache_atfork(enum fork_phase ph);   /* thread.c: the TCB cache */
+void stack_atfork(enum fork_phase ph);       /* stack.c: the stack arenas */
+void tls_atfork(enum fork_phase ph);         /* tls_glibc.c: the block list */
+/* In the child, after the locks are released: the forking thread becomes
+ * the only thread, on the only VP; the other VPs restart lazily. */
+void ppl_runtime_fork_child(void);
+
+/* Which process's threads a queue in user memory holds (fork.c).  A
+ * private object placed in memory that another process shares (undefined
+ * behaviour, but the Open POSIX suite does it) may have that process's
+ * threads on its queue: their TCB pointers mean nothing here.  A stamp is
+ * the pushing process's pid and how many forks it had made by then, so a
+ * forked child can tell its ancestors' waiters that came with its copy of
+ * the memory (PROC_COPY: readable, waitq_prune drops them) from ones they
+ * pushed later into memory it shares with them (PROC_FOREIGN). */
+enum proc_rel { PROC_SELF, PROC_COPY, PROC_FOREIGN };
+uint64_t proc_stamp(void);
+enum proc_rel proc_relation(uint64_t stamp);
+
+#endif

@@ -1,0 +1,38 @@
+/* Time-slice and priority preemption (preempt.c). */
+#ifndef PPL_PREEMPT_H
+#define PPL_PREEMPT_H
+
+#include "base.h"
+
+/* ---- preemption (preempt.c) ---------------------------------------------------
+ * Time-slice preemption from a per-VP tick signal; docs/preemption.md. */
+
+/* Read PPL_TIMESLICE_US, find the protected text ranges, install the handler. */
+void preempt_init(void);
+/* Start ticking the calling VP (on its own kernel thread; unbound VPs only). */
+void preempt_vp_start(struct vproc *v);
+/* struct vp_preempt's reset in the forked child (vproc_parts). */
+void preempt_fork_child(struct vproc *v, struct ult *self);
+/* VPs owing a deferred preemption: read by preempt_point, one load. */
+extern _Atomic int preempt_npending PPL_HIDDEN;
+void preempt_deferred_run(void);
+/* A thread of higher priority than v's current was queued on v: preempt
+ * v's current as soon as it is safe (v may be the caller's own VP). */
+void preempt_for_priority(struct vproc *v, const struct ult *t);
+
+/* The trampoline runs an application handler over the interrupted
+ * context uc: enter says whether the thread may be switched out meanwhile
+ * (not over the C library's code), leave pays a preemption the handler
+ * made due (it woke a higher priority thread) or has the tick come back. */
+void preempt_handler_enter(const void *uc);
+void preempt_handler_leave(const void *uc);
+
+/* A safe point at a libppl entry point: no libppl lock held, about to
+ * return to the application.  Pays a deferred preemption, if one is owed. */
+static inline void preempt_point(void)
+{
+	if (ppl_unlikely(atomic_load_explicit(&preempt_npending, memory_order_relaxed) != 0))
+		preempt_deferred_run();
+}
+
+#endif

@@ -1,0 +1,101 @@
+/* The scheduler's calls (sched.c, runq.c, switch.c, park.c, idle.c):
+ * what the synchronisation objects are built on. */
+#ifndef PPL_SCHEDULER_H
+#define PPL_SCHEDULER_H
+
+#include "base.h"
+#include "waitq.h"
+
+/* switch.c: the thread on its block has started or resumed; counts down to
+ * the block's LDT entry (called only while t->tls_countdown != 0). */
+void ult_tls_entered(struct ult *t) PPL_HIDDEN;
+
+/* idle.c: fire the due timers of v and of other VPs; ns until v's next
+ * (or the lent VP's it stands in for), -1 if none. */
+int64_t sched_run_timers(struct vproc *v);
+
+/* ---- the scheduler (sched.c, runq.c, switch.c, park.c, idle.c): the only caller of ctx_switch* */
+
+/* The calling thread's TCB; on a foreign kernel thread a TCB is created on
+ * first use (never fails: falls back to a static emergency record). */
+struct ult *ult_self(void);
+/* The same, but NULL for a kernel thread libppl has made no TCB for yet. */
+struct ult *ult_self_peek(void);
+
+/* Make t runnable.  t must be BLOCKED (popped from its wait queue by the
+ * caller) or new.  Callable with an object lock held. */
+void sched_wake(struct ult *t);
+void sched_ready_new(struct ult *t);
+/* Park the calling thread.  On entry the caller holds *lock (may be NULL)
+ * and has pushed itself onto q (may be NULL for a plain sleep).  The lock is
+ * released only after the thread is fully switched out.  With a deadline
+ * (abstime on clock clk, NULL for none) the thread is removed from q and
+ * ETIMEDOUT returned if it is not woken in time.  Returns 0 when woken. */
+int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk);
+
+/* ---- cancellation points (cancel.c, sched.c) -----------------------------------
+ * Deferred cancellation is acted on only where libppl checks for it.  A
+ * blocking primitive that is a cancellation point:
+ *  - calls cancel_point() on entry (before it changes any state);
+ *  - parks with sched_park_cp (same contract as sched_park) instead of
+ *    sched_park.  pthread_cancel wakes a thread parked there: it removes it
+ *    from q under *lock and sched_park_cp returns ECANCELED (also at once if
+ *    a cancel is already pending: then self has been removed from q).  The
+ *    caller restores its invariants as for a time-out (cond_wait re-acquires
+ *    the mutex), then calls cancel_act(), which does not return.
+ * A thread with asynchronous cancellation enabled that is parked in plain
+ * sched_park is woken too and unwinds from inside sched_park: its queue is
+ * consistent (it was removed under the lock), the rest is the undefined
+ * behaviour POSIX gives non-async-cancel-safe calls. */
+int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk);
+/* sched_sleep_until as a cancellation point that a signal interrupts:
+ * 0, ECANCELED, or EINTR (the handler has run). */
+int sched_sleep_until_cp(int64_t deadline_mono_ns);
+/* sched_park with PARK_* flags.  With PARK_INTR, an unblocked signal sent
+ * to the thread (pthread_kill) removes it from q under *lock, as a time-out
+ * would, and the call returns EINTR once the handler has run in the thread;
+ * the caller owns nothing it was waiting for and decides whether to wait
+ * again.  Callers without it keep their signals handled by the sender. */
+#define PARK_CP   1   /* a cancellation point (sched_park_cp) */
+#define PARK_INTR 2   /* a signal interrupts the wait: EINTR */
+int sched_park_flags(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
+		     int flags);
+/* End t's park early if it is one that `need` (PARK_* bits; 0: any) says
+ * a request ends: under the park's lock, take t off its queue as its timer
+ * would and wake it with `result` (ECANCELED, EINTR).  True if t is in
+ * such a park (woken now, or already being woken by its waker or timer). */
+bool sched_interrupt(struct ult *t, int need, int result);
+
+/* Yield the VP to another ready thread of at least the caller's priority,
+ * if there is one. */
+void sched_yield_ult(void);
+/* Yield to a ready thread of priority >= min, queueing the caller at the
+ * back of its priority or, with front, at its head (preempted by a higher
+ * one).  False if there was none (the caller goes on). */
+bool sched_yield_min(int min, bool front);
+/* Sleep until the absolute monotonic time; returns 0. */
+int sched_sleep_until(int64_t deadline_mono_ns);
+/* Leave the running thread for good (thread exit); does not return. */
+_Noreturn void sched_exit(struct ult *self);
+/* The VP's scheduler loop (the idle context of every VP). */
+void sched_vp_main(struct vp *vp);
+/* Push t to the VP-independent ready queues and wake an idle VP if needed. */
+void sched_push(struct ult *t);
+/* The calling thread's priority changed to t->prio: give way if a ready
+ * thread now has a higher one (pthread_setschedparam & co.). */
+void sched_prio_changed(void);
+/* Another thread's priority changed: if it is ready on a run queue or
+ * waits on a wait queue, queue it again there, at the back of its new
+ * priority (as the kernel does for NPTL's threads and futex waiters). */
+void sched_requeue(struct ult *t);
+/* The user's sched_yield: as sched_yield_ult, and the kernel's sched_yield
+ * when no user thread of at least the caller's priority is ready. */
+void sched_yield_user(void);
+/* Priority of the best ready thread of v's queue, or of any VP when a
+ * real-time thread is queued somewhere (-1: none). */
+int sched_top_ready(struct vproc *v);
+
+/* Convert a CLOCK_REALTIME/MONOTONIC absolute time to a monotonic ns deadline. */
+int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk);
+
+#endif

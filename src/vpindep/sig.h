@@ -1,0 +1,89 @@
+/* Signals to user threads (signal.c, sigaction.c, sigreserved.c) and
+ * process-directed signals (sigroute.c). */
+#ifndef PPL_SIG_H
+#define PPL_SIG_H
+
+#include "base.h"
+#include "schedparam.h"
+#include "ult.h"
+#include "vproc.h"
+
+/* ---- signals (signal.c) -------------------------------------------------------------- */
+
+void sig_resumed_slow(struct ult *self, struct vproc *v);
+/* The trampoline got `sig` as a poke for `target` (vp_poke): true if the
+ * thread running here has it pending and unblocked and now owns it (run
+ * the handler); false otherwise, after seeing to it that target gets it. */
+bool sig_poke_claim(void *target, int sig);
+/* What pthread_kill from this process gives on NPTL (tgkill: SI_TKILL). */
+void sig_tkill_info(siginfo_t *si, int sig);
+/* libppl's cancellation signal, the kernel's last (sigreserved.c); the
+ * tick's is the one below it (vp_tick_signal). */
+#define PPL_SIGCANCEL __SIGRTMAX
+/* One of those two: refused by sigaction, pthread_kill & co. */
+bool sig_reserved(int sig);
+/* sigaction.c: the kernel runs libppl's trampoline for sig (the
+ * application installed a handler), so a poke reaches the handler. */
+bool sig_has_handler(int sig);
+/* A new thread inherits its creator's mask, with nothing pending. */
+void sig_thread_init(struct ult *t, const struct ult *creator);
+
+/* signal.c: *si to thread t through the kernel's queue (0 or errno). */
+int sig_queue_ult(struct ult *t, siginfo_t *si);
+
+/* The main thread's kernel thread becomes VP 0: its pending signals become the thread's. */
+void sig_adopt_pending(struct ult *m);
+/* On the VP's kernel thread: record the mask the kernel thread has. */
+void sig_vp_init(struct vproc *v);
+
+/* A new thread's mask is `set` instead of its creator's (attribute). */
+void sig_thread_mask(struct ult *t, const sigset_t *set);
+/* ---- process-directed signals (sigroute.c) ---- */
+/* Claimed by the process, not yet taken by a thread (bit sig-1). */
+extern _Atomic uint64_t sig_claims;
+/* The trampoline got process-directed `sig` on a kernel thread where
+ * `here` runs (NULL: none, or the catcher): true if the handler runs here
+ * now; otherwise sig is a claim of the process, to be taken by another
+ * thread.  here_asked: the kernel thread had it unblocked for here for a
+ * while (sigsuspend, ppoll ...) though here blocks it. */
+bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_asked);
+/* Take the claim of sig for self (its target, or anyone's), its siginfo
+ * into *si; waiting: self waits for it in sigwait (blocks it). */
+bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting);
+/* self, on its VP with its mask installed: run the handlers of the claims
+ * it may take, each raised on this kernel thread with its siginfo. */
+void sig_take_claims(struct ult *self, bool yield);
+/* The claims t may take now (a park a signal ends does not begin then). */
+uint64_t sig_claims_for(struct ult *t);
+/* sigaction.c: run the application's action for sig, taken by the calling
+ * user thread, whose mask is thread_mask, with si. */
+void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask);
+/* kill or sigqueue of this process from a user thread, for a signal with
+ * a handler: routed here and now, as the kernel would at once (the handler
+ * runs in the caller before this returns if it is the one chosen).  False
+ * if the caller must leave it to the kernel. */
+bool sig_send_process(int sig, const siginfo_t *si);
+void sig_catcher_start(void);
+void sig_catcher_wake(void);
+void sig_claims_fork_child(void);
+/* sigaction.c: the signals the kernel runs the trampoline for. */
+uint64_t sig_wrapped_set(void);
+
+/* Called by a user thread each time it resumes: give its kernel thread its
+ * scheduling class and its signal mask if its VP has others, and raise
+ * what is pending for it. */
+static inline void sig_resumed(struct ult *self)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	sched_class_sync(self, v);
+	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
+			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
+			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
+		sig_resumed_slow(self, v);
+}
+
+/* PPL_PROCESS_SIGNALS=thread: process-directed signals run in a user thread
+ * that takes them (sigroute.c); vp (the default): on the VP that took them. */
+extern bool ppl_env_sigroute PPL_HIDDEN;
+
+#endif

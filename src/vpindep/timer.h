@@ -1,0 +1,30 @@
+/* Timers on per-VP deadline heaps (timer.c). */
+#ifndef PPL_TIMER_H
+#define PPL_TIMER_H
+
+#include "base.h"
+
+/* ---- timers (timer.c): per-VP deadline heaps ---------------------------------- */
+
+enum { TIMER_IDLE, TIMER_PENDING, TIMER_FIRING };
+
+struct timer {
+	int64_t deadline;         /* CLOCK_MONOTONIC ns */
+	void (*fire)(struct timer *);
+	_Atomic int state;        /* TIMER_*; FIRING while fire() runs */
+	struct vproc *owner;      /* heap it is queued on, under owner->timer_lock */
+	size_t index;             /* position in owner's heap */
+};
+
+void timer_arm(struct timer *tm, int64_t deadline_mono_ns, void (*fire)(struct timer *));
+/* v's first TIMER_HEAP_FIRST slots, by the thread that makes v; ENOMEM. */
+int timer_heap_init(struct vproc *v);
+/* struct vp_timers's hooks (vproc_parts): an empty heap, no deadline. */
+int timer_vp_init(struct vproc *v);
+void timer_fork_child(struct vproc *v, struct ult *self);
+/* Remove tm if pending; if it is firing, wait until fire() returns. */
+void timer_cancel(struct timer *tm);
+/* Run the expired timers of `vp`; returns ns until its next deadline or -1. */
+int64_t timer_run_expired(struct vproc *vp);
+
+#endif

@@ -1,0 +1,153 @@
+/* The thread control block, struct ult (thread.c makes it). */
+#ifndef PPL_ULT_H
+#define PPL_ULT_H
+
+#include "base.h"
+#include "stack.h"
+#include "timer.h"
+#include "waitq.h"
+
+/* ---- thread control block --------------------------------------------------- */
+
+enum ult_state {
+	ULT_RUNNING,   /* on a VP, or a foreign kernel thread executing */
+	ULT_READY,     /* on a run queue */
+	ULT_BLOCKED,   /* parked on a wait queue, a timer or a join */
+	ULT_EXITING,   /* called pthread_exit, still on its stack */
+	ULT_ZOMBIE,    /* off its stack; waiting to be joined */
+	ULT_FREE,      /* recycled into the TCB cache: a stale pthread_t */
+};
+
+#define PPL_KEY_BLOCK 32
+#define PPL_PRIO_HELD 8    /* PI/PP mutexes a thread holds with effect */
+#define PPL_KEY_BLOCKS (PTHREAD_KEYS_MAX / PPL_KEY_BLOCK)
+
+struct ult {
+	struct ctx ctx;            /* saved machine context while not running */
+	struct ult *next;          /* run-queue or wait-queue link (one at a time) */
+	struct ult *prev;          /* wait-queue back link */
+	_Atomic int state;         /* enum ult_state */
+	bool foreign;              /* a kernel thread libppl did not create */
+	bool is_main;              /* the process's initial thread */
+	bool bound;                /* owns a VP of its own (PTHREAD_SCOPE_SYSTEM with
+				    * PPL_SYSTEM_SCOPE=bound) */
+	bool sys_scope;            /* created with PTHREAD_SCOPE_SYSTEM, bound or not */
+	struct vproc *vp;          /* VP it last ran on (valid while on a run queue) */
+	struct vproc *queued_on;   /* run queue it was last put on (sched_requeue's hint) */
+	struct vproc *home;        /* VP it must run on, or NULL: a bound thread's own
+				    * VP; VP 0 for the main thread in shared-TLS mode */
+	int saved_errno;           /* errno across switches (shared-TLS mode) */
+	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
+				    * pointer), made with the TCB and pooled with it */
+	unsigned tls_sel;          /* its %fs selector (ldt switch method), or 0 */
+	unsigned tls_countdown;    /* entries into its block until the block gets an
+				    * LDT entry; 0: nothing to do (ult_tls_entered) */
+	bool tls_used;             /* the block has run a thread before */
+
+	void *(*start)(void *);
+	void *arg;
+	void *result;              /* pthread_exit value */
+
+	/* lifecycle, under `lock` */
+	spin_t lock;
+	bool detached;
+	bool joined;               /* a joiner has claimed it */
+	struct ult *joining;       /* thread this one is joining (EDEADLK check) */
+	struct waitq joinq;        /* the (single) joiner */
+	unsigned long id;          /* sequence number, for messages */
+
+	struct stack stack;
+	size_t attr_guard;         /* as requested, for pthread_getattr_np */
+	int sched_policy;
+	struct sched_param sched_param;
+	int prio;                  /* effective priority: sched_priority under SCHED_FIFO
+				    * and SCHED_RR, 0 otherwise (runq.h orders by it),
+				    * or a PI/PP boost above it (mutex_prio.c) */
+	int kclass;                /* its VP's kernel class while it runs (ult_kclass) */
+	bool inherit_sched;
+	int nice;                  /* its nice value (nice.c), inherited at create */
+	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
+				    * the process's; freed when the TCB is recycled */
+	size_t cpusetsize;
+	char name[16];
+
+	/* waiting: set by the waiter before parking, read under the object lock */
+	spin_t *wait_lock;         /* lock protecting the queue it waits on */
+	struct waitq *wait_q;      /* queue it waits on, NULL for a plain sleep */
+	_Atomic uint32_t wake;     /* foreign: futex word set by sched_wake */
+	int wait_result;           /* 0 or ETIMEDOUT */
+	int64_t park_since;        /* CLOCK_MONOTONIC_COARSE ns of its last park, for
+				    * debuggers (tools/gdb/libppl.py) */
+	struct timer timer;
+
+	/* thread-specific data (key.c), touched only by the thread itself: keys
+	 * 0..31 inline, block b (keys 32b..32b+31, b >= 1) calloc'd by the first
+	 * pthread_setspecific of a non-NULL value there; specific[0] is unused.
+	 * A slot's value counts only while its seq equals the key's, so a
+	 * deleted and re-created key reads NULL.  key_run_destructors clears
+	 * the slots and frees the blocks, so a recycled TCB starts empty. */
+	struct key_slot {
+		uintptr_t seq;
+		void *value;
+	} specific_1st[PPL_KEY_BLOCK];
+	struct key_slot *specific[PPL_KEY_BLOCKS];
+	bool specific_used;        /* a value was stored since the last clear */
+
+	/* signals (signal.c) */
+	uint64_t sigmask;          /* blocked set (bit sig-1); the thread's own, written
+				    * only by itself, installed on its VP when it resumes */
+	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
+	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these (signal.c) */
+	uintptr_t sig_unsafe;      /* the frame of its outermost handler that runs over
+				    * code where it may not be switched out (the C
+				    * library's), or 0 (preempt.c) */
+	bool sig_yielding;         /* yields after a handler it took (sigroute.c) */
+	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
+	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
+	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
+	_Atomic int64_t cputimer_due; /* CPU time its first CPU-time timer is due, or 0 (cputimer.c) */
+	int ktid;                  /* foreign threads: the kernel thread id */
+
+	struct ult *cache_next;    /* free-list link in the TCB cache */
+	struct ult *all_next;      /* every TCB ever allocated (deadlock.c); set once */
+
+	/* cancellation (cancel.c, unwind.c); reset by tcb_get */
+	_Atomic int cancel;        /* CANCEL_* bits: written by the thread, and
+				    * CANCEL_PENDING by pthread_cancel (seq_cst) */
+	_Atomic(spin_t *) park_lock; /* lock of the queue of the last park; with
+				    * wait_q != NULL, under that lock, t is parked there */
+	int park_flags;            /* PARK_* of that park (under park_lock) */
+	struct vproc *_Atomic cp_vp; /* VP whose kernel thread runs its cancellable
+				    * system call, or NULL (cancel.c) */
+	/* process-shared waits (parklot.c) */
+	const void *pwait;         /* word it follows a leader on, under the bucket lock, */
+	uint32_t pwait_val;        /* ... while the word holds this value */
+	_Atomic uint32_t kintr;    /* bumped to interrupt its kernel-level wait */
+	_Atomic int kwait;         /* nonzero while in one (parklot.c: KWAIT_ON | PARK_CP) */
+	spin_t sleep_lock;         /* a cancellable sleep parks on sleep_q under it */
+	struct waitq sleep_q;
+	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */
+	void *cleanup_jmp;         /* __pthread_register_cancel list (unwind.c) */
+	void *landing;             /* ult_entry's jmp_buf: where an unwind ends */
+	__pthread_unwind_buf_t libc_unwind; /* where glibc's unwinder goes (tls.h) */
+	_Alignas(16) unsigned char unwind_exc[64]; /* struct _Unwind_Exception of
+				    * the unwind in progress: off the stack, which
+				    * the landing pads reuse */
+	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
+				    * thread of the parent, absent in a forked child */
+	unsigned robust_held;      /* robust mutexes it holds (mutex_robust.c); 0 at exit */
+	/* priority protocols (mutex_prio.c), under its prio_lock */
+	void *prio_held[PPL_PRIO_HELD]; /* PI and PP mutexes it holds */
+	int prio_ceil[PPL_PRIO_HELD];   /* their ceilings, -1 for PI */
+	int prio_nheld;
+	void *prio_wait;           /* PI mutex it waits for, or NULL */
+	struct ult *prio_next;     /* list of threads with prio_nheld > 0 */
+};
+
+/* struct ult's `cancel` word */
+#define CANCEL_DISABLED 1          /* PTHREAD_CANCEL_DISABLE */
+#define CANCEL_ASYNC    2          /* PTHREAD_CANCEL_ASYNCHRONOUS */
+#define CANCEL_PENDING  4          /* pthread_cancel was called */
+#define CANCEL_ACTING   8          /* unwinding (cancelled or pthread_exit): no more acting */
+
+#endif
