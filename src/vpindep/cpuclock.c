@@ -53,13 +53,13 @@ static gettime_fn *_Atomic next_gettime;
 
 static int real_gettime(clockid_t c, struct timespec *ts)
 {
-	return ((gettime_fn *)ppl_next_fn((void *_Atomic *)&next_gettime, "clock_gettime"))(c, ts);
+	return ((gettime_fn *)vp_libc_fn((void *_Atomic *)&next_gettime, "clock_gettime", NULL))(c, ts);
 }
 
 static int real_getres(clockid_t c, struct timespec *ts)
 {
 	static void *_Atomic next;
-	return ((int (*)(clockid_t, struct timespec *))ppl_next_fn(&next, "clock_getres"))(c, ts);
+	return ((int (*)(clockid_t, struct timespec *))vp_libc_fn(&next, "clock_getres", NULL))(c, ts);
 }
 
 /* The calling kernel thread's CPU time, in ns. */
@@ -257,7 +257,7 @@ int ppl_getrusage(__rusage_who_t who, struct rusage *r)
 {
 	static void *_Atomic next;
 	int (*real)(__rusage_who_t, struct rusage *) =
-		(int (*)(__rusage_who_t, struct rusage *))ppl_next_fn(&next, "getrusage");
+		(int (*)(__rusage_who_t, struct rusage *))vp_libc_fn(&next, "getrusage", NULL);
 	struct ult *self;
 	if (who != RUSAGE_THREAD || (self = ult_self())->foreign)
 		return real(who, r);

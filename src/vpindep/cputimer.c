@@ -261,7 +261,9 @@ static int attr_copy(pthread_attr_t *to, const pthread_attr_t *from)
 
 /* ---- the API ------------------------------------------------------------------------- */
 
-#define REAL(name, type) ((type)ppl_next_fn(&next_##name, #name))
+/* GLIBC_2.3.3: the timer_t ABI of the headers; GLIBC_2.2.5 has the old
+ * int-id ABI on x86_64 (the default, GLIBC_2.34 on 2.36, is the same as 2.3.3). */
+#define REAL(name, type) ((type)vp_libc_fn(&next_##name, #name, "GLIBC_2.3.3"))
 static void *_Atomic next_timer_create, *_Atomic next_timer_settime, *_Atomic next_timer_gettime,
 	*_Atomic next_timer_getoverrun, *_Atomic next_timer_delete;
 

@@ -21,14 +21,14 @@
 static int real_setpriority(__priority_which_t which, id_t who, int prio)
 {
 	static void *_Atomic next;
-	return ((int (*)(__priority_which_t, id_t, int))ppl_next_fn(&next, "setpriority"))(
+	return ((int (*)(__priority_which_t, id_t, int))vp_libc_fn(&next, "setpriority", NULL))(
 		which, who, prio);
 }
 
 static int real_getpriority(__priority_which_t which, id_t who)
 {
 	static void *_Atomic next;
-	return ((int (*)(__priority_which_t, id_t))ppl_next_fn(&next, "getpriority"))(which, who);
+	return ((int (*)(__priority_which_t, id_t))vp_libc_fn(&next, "getpriority", NULL))(which, who);
 }
 
 /* The kernel's can_nice: RLIMIT_NICE allows 20 - nice, CAP_SYS_NICE any
