@@ -55,14 +55,12 @@
 
 #include "parklot.h"
 #include "pthread_impl.h"
-#include "tls.h"
+#include "glibcabi.h"
 
 /* The last real-time signal: glibc keeps the first two (SIGCANCEL and
  * SIGSETXID) below SIGRTMIN for itself, and applications that use
  * real-time signals usually count up from SIGRTMIN. */
 #define CANCEL_SIGNAL PPL_SIGCANCEL
-
-extern char __libc_single_threaded;
 
 static struct sigaction prev_action;   /* the handler before ours, for foreign signals */
 static _Atomic int sig_state;          /* 0: not installed, 1: installing, 2: done */
@@ -483,7 +481,7 @@ int ppl_pthread_cancel(pthread_t th)
 	 * reach the C library's cancellation points, which it skips while
 	 * __libc_single_threaded is set. */
 	if (lold >= 0)
-		__atomic_store_n(&__libc_single_threaded, 0, __ATOMIC_RELAXED);
+		glibcabi_set_multi_threaded();
 	if (old & (CANCEL_PENDING | CANCEL_ACTING | CANCEL_DISABLED))
 		return 0;
 	struct ult *self = ult_self();

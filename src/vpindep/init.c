@@ -14,7 +14,6 @@
 
 struct runtime ppl_rt PPL_HIDDEN;
 
-extern char __libc_single_threaded;
 void ppl_overflow_init(void) PPL_HIDDEN;
 extern struct ult *ult_foreign_self(void) PPL_HIDDEN;   /* thread.c */
 
@@ -196,7 +195,7 @@ static int wanted_vps(void)
 static int restart_vps(void)
 {
 	int n = wanted_vps();
-	__libc_single_threaded = 0;
+	glibcabi_set_multi_threaded();
 	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);
 	int err = start_vps(1, n);
 	ppl_rt.nvps = err ? ppl_rt.nvps_total : n;
@@ -231,7 +230,7 @@ int ppl_runtime_start(void)
 		trace_start();
 	ppl_overflow_init();
 	preempt_init();
-	__libc_single_threaded = 0;   /* user threads interleave on every VP */
+	glibcabi_set_multi_threaded();   /* user threads interleave on every VP */
 	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);   /* (forked child) */
 
 	bool adopt_main = vp_current() == NULL && vp_is_initial_kthread();
@@ -462,4 +461,11 @@ void ppl_runtime_fork_child(void)
 	 * holds the process's original block, which is now this one. */
 	self->home = (!tls_per_thread && self->is_main) ? v : NULL;
 	atomic_store_explicit(&ppl_rt.started, 2, memory_order_release);
+}
+
+/* After a successful dlopen (preload's dl.c): static TLS of new modules in
+ * the blocks glibc does not know (glibcabi). */
+void ppl_after_dlopen(void)
+{
+	tls_after_dlopen();
 }

@@ -33,7 +33,7 @@
 #include <unwind.h>
 
 #include "pthread_impl.h"
-#include "tls.h"
+#include "glibcabi.h"
 
 _Static_assert(sizeof(struct _Unwind_Exception) <= sizeof(((struct ult *)0)->unwind_exc),
 	       "room for the exception object");
