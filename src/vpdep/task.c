@@ -73,7 +73,12 @@ pid_t vp_process_id(void)
 
 bool vp_is_initial_kthread(void)
 {
-	return vp_gettid() == getpid();
+	return vp_gettid() == vp_initial_kthread_id();
+}
+
+pid_t vp_initial_kthread_id(void)
+{
+	return getpid();   /* one thread group: its leader's tid is the pid */
 }
 
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)

@@ -26,8 +26,13 @@
 
 /* ---- virtual processors ------------------------------------------------- */
 
+/* vpindep embeds struct vp (its size must be known) but reads and writes
+ * only `id`; every other field is vpdep's, reached through the functions
+ * below (vp_kthread_id, vp_in_crit, vp_wake_count, vp_kclass, vp_kmask,
+ * vp_note_sigmask, vp_tick_running, vp_libc_handle).  test/unit's
+ * check_vpindep_includes.sh fails on any other field named in src/vpindep. */
 struct vp {
-	int id;                  /* 0 .. nvps-1; VP 0 is the process's main kernel thread */
+	int id;                  /* vpindep's: 0 .. nvps-1; VP 0 is the process's main kernel thread */
 	_Atomic uint32_t wakeword; /* futex word: vp_resume bumps it, vp_suspend waits on it */
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */
@@ -193,6 +198,9 @@ int vp_process_sigqueue(int sig, siginfo_t *si);
 pid_t vp_process_id(void);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
+/* The initial kernel thread's id (the main thread's tid, the owner token
+ * in the robust-mutex words its kernel thread registered). */
+pid_t vp_initial_kthread_id(void);
 /* The calling kernel thread sleeps (clock_nanosleep's arguments): 0 or errno. */
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
 /* The calling kernel thread gives its CPU to another (sched_yield). */
@@ -211,6 +219,37 @@ static inline bool vp_in_crit(const struct vp *vp)
 {
 	return vp->crit != 0;
 }
+/* The count vp_resume bumps: read (acquire) before the last look for work,
+ * it is vp_suspend's `seen`. */
+static inline uint32_t vp_wake_count(struct vp *vp)
+{
+	return atomic_load_explicit(&vp->wakeword, memory_order_acquire);
+}
+/* The kernel class vp_set_class last gave vp's kernel thread (VP_CLASS). */
+static inline int vp_kclass(struct vp *vp)
+{
+	return atomic_load_explicit(&vp->kclass, memory_order_relaxed);
+}
+/* The blocked set vp's kernel thread has, as recorded by vp_set_sigmask
+ * (read on that kernel thread); vp_note_sigmask records one the kernel
+ * installed by itself (a handler's entry, its sigreturn). */
+static inline uint64_t vp_kmask(const struct vp *vp)
+{
+	return vp->kmask;
+}
+static inline void vp_note_sigmask(struct vp *vp, uint64_t mask)
+{
+	vp->kmask = mask;
+}
+/* vp's preemption tick runs (vp_tick_start succeeded, not stopped). */
+static inline bool vp_tick_running(struct vp *vp)
+{
+	return atomic_load(&vp->tick_on);
+}
+/* vp's kernel thread as the C library names it (its pthread_t: what
+ * vp_kthread_handle returns on that thread), or 0 if the backend's
+ * kernel threads are not the C library's or vp has not been created. */
+uintptr_t vp_libc_handle(struct vp *vp);
 
 /* A kernel thread's own stack, as the C library knows it now (for the
  * initial thread: from RLIMIT_STACK and /proc/self/maps at each call).

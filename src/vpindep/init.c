@@ -40,7 +40,7 @@ void ppl_init(void)
 	sched_params_init(m);
 	nice_init(m);
 	m->inherit_sched = true;
-	m->ktid = vp_process_id();   /* the initial thread's tid */
+	m->ktid = vp_initial_kthread_id();
 	m->sigmask = vp_get_sigmask();
 	atomic_store(&m->state, ULT_RUNNING);
 	atomic_store(&ppl_rt.nthreads, 1);
@@ -155,11 +155,12 @@ static int start_vps(int from, int to)
 int ppl_vp_create(struct vproc *v)
 {
 	int err = vp_create(&v->vp, sched_vp_main);
-	/* The kthread backend's handle is the kernel thread's pthread_t, its
-	 * glibc thread pointer: keep its DTV from here, even if the process
-	 * ends before the new thread runs. */
-	if (err == 0)
-		tls_keep_kthread((void *)v->vp.handle);
+	/* A C library thread's pthread_t is its glibc thread pointer
+	 * (glibcabi): keep its DTV from here, even if the process ends
+	 * before the new thread runs. */
+	uintptr_t h = err == 0 ? vp_libc_handle(&v->vp) : 0;
+	if (h != 0)
+		tls_keep_kthread((void *)h);
 	return err;
 }
 

@@ -553,7 +553,7 @@ static inline void ult_update_kclass(struct ult *t)
 static inline void sched_class_sync(const struct ult *t, struct vproc *v)
 {
 	int c = ult_kclass(t);
-	if (ppl_unlikely(c != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)))
+	if (ppl_unlikely(c != vp_kclass(&v->vp)))
 		vp_set_class(&v->vp, c);
 }
 /* schedparam.c: t, real-time, is queued on v to run there next: raise
@@ -600,7 +600,7 @@ static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	sched_class_sync(self, v);
-	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
+	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
 			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);

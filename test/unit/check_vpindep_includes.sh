@@ -28,6 +28,19 @@ if [ -s "$build/check_vpindep_includes.bad" ]; then
 	rm -f "$build/check_vpindep_includes.bad"
 	status=1
 fi
+# struct vp is opaque to vpindep but for `id`: no other field of it (as
+# vpdep.h declares them) is named as `vp.FIELD` or `vp->FIELD`.
+fields=$(sed -n '/^struct vp {/,/^};/p' "$src/src/vpdep/vpdep.h" |
+	sed -n 's/^[[:space:]]*[A-Za-z_][A-Za-z0-9_ ]*[[:space:]*(]\**\([a-z_][a-z0-9_]*\)[)(;].*/\1/p' | grep -vx id | sort -u)
+[ "$(echo "$fields" | wc -l)" -gt 8 ] || { echo "struct vp: too few fields parsed: $fields"; exit 1; }
+re=$(echo "$fields" | paste -sd'|')
+bad=$(grep -nE "(^|[^A-Za-z0-9_])vp(\.|->)($re)([^A-Za-z0-9_]|$)" "$dir"/*.c "$dir"/*.h |
+	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)' || true)
+if [ -n "$bad" ]; then
+	echo "struct vp's fields named in vpindep (use the vpdep.h accessor):"
+	echo "$bad"
+	status=1
+fi
 # The compile commands of vpindep's objects: -I directories outside vpindep.
 cc=$build/compile_commands.json
 [ -f "$cc" ] || { echo "no $cc"; exit 1; }
