@@ -80,6 +80,11 @@ struct vp_backend {
 	bool (*ours)(pid_t pid);   /* si_pid names one of the process's VPs */
 	/* the /proc file `leaf` (stat, comm) of kernel thread tid into buf */
 	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
+	/* fn(tid, arg) for every kernel thread of the process that signals
+	 * reach through `kill`, the VPs and those libppl did not make (the C
+	 * library's own helpers, a raw clone's): 0, or errno if they cannot be
+	 * listed.  vp_setxid's broadcast. */
+	int (*each_task)(void (*fn)(pid_t tid, void *arg), void *arg);
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
