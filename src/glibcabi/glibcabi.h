@@ -15,6 +15,7 @@
 #define PPL_GLIBCABI_H
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -91,6 +92,26 @@ static inline void glibcabi_set_multi_threaded(void)
 	__atomic_store_n(&__libc_single_threaded, 0, __ATOMIC_RELAXED);
 }
 
+
+/* glibc's private view of __pthread_unwind_buf_t (its nptl/descr.h): the
+ * buffers __pthread_register_cancel links (unwind.c), which glibc's own
+ * unwinder reads too. */
+struct unwind_buf {
+	struct {
+		__jmp_buf jmp_buf;
+		int mask_was_saved;
+	} cancel_jmp_buf[1];
+	union {
+		void *pad[4];
+		struct {
+			struct unwind_buf *prev;   /* next older registered buffer */
+			struct _pthread_cleanup_buffer *cleanup;  /* old-style list then */
+			int canceltype;            /* the _defer form's saved type */
+		} data;
+	} priv;
+};
+
+_Static_assert(sizeof(struct unwind_buf) == sizeof(__pthread_unwind_buf_t), "unwind buffer size");
 
 /* ---- the C library's own cancellation points (per-thread TLS; docs/cancel.md) ----
  * The descriptor's cancelhandling bits (glibc 2.36, nptl/descr.h) that

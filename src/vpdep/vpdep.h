@@ -208,6 +208,20 @@ bool vp_is_initial_kthread(void);
 pid_t vp_initial_kthread_id(void);
 /* The calling kernel thread sleeps (clock_nanosleep's arguments): 0 or errno. */
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
+/* The kernel's CPU-time clock of kernel thread tid (0: the caller's), as
+ * clock_gettime and timer_create take it (CPUCLOCK_SCHED, (~tid << 3) | 6),
+ * and back: the tid such a clock id names (0 for the caller's), or -1 if
+ * c is no kernel thread's CPU clock of that form. */
+static inline clockid_t vp_kthread_cpuclock(pid_t tid)
+{
+	return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
+static inline pid_t vp_cpuclock_kthread(clockid_t c)
+{
+	if (c >= 0 || (c & 7) != 6)
+		return -1;
+	return (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
+}
 /* The calling kernel thread gives its CPU to another (sched_yield). */
 void vp_kthread_yield(void);
 /* Unregister the calling kernel thread's rseq area of `size` bytes (the

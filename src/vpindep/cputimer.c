@@ -288,7 +288,7 @@ int ppl_timer_create(clockid_t c, struct sigevent *restrict ev, timer_t *restric
 	if (t == NULL)
 		return fail(EINVAL);
 	if (t->foreign)   /* a kernel thread of its own: the kernel's timer */
-		return REAL(timer_create, create_fn *)(KERNEL_THREAD_CLOCK(t->ktid), ev, id);
+		return REAL(timer_create, create_fn *)(vp_kthread_cpuclock(t->ktid), ev, id);
 	struct cputimer n = { .t = t, .tseq = t->id, .notify = SIGEV_SIGNAL, .signo = SIGALRM };
 	if (ev != NULL) {
 		struct sigevent e;
