@@ -32,7 +32,7 @@
  * vp_note_sigmask, vp_tick_running, vp_libc_handle).  test/unit's
  * check_vpindep_includes.sh fails on any other field named in src/vpindep. */
 struct vp {
-	int id;                  /* vpindep's: 0 .. nvps-1; VP 0 is the process's main kernel thread */
+	int id;                  /* vpindep's: 0 .. nvps-1; VP 0 is the main kernel thread */
 	_Atomic uint32_t wakeword; /* futex word: vp_resume bumps it, vp_suspend waits on it */
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */

@@ -54,7 +54,8 @@ static gettime_fn *_Atomic next_gettime;
 
 static int real_gettime(clockid_t c, struct timespec *ts)
 {
-	return ((gettime_fn *)vp_libc_fn((void *_Atomic *)&next_gettime, "clock_gettime", NULL))(c, ts);
+	void *f = vp_libc_fn((void *_Atomic *)&next_gettime, "clock_gettime", NULL);
+	return ((gettime_fn *)f)(c, ts);
 }
 
 static int real_getres(clockid_t c, struct timespec *ts)
