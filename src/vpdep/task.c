@@ -51,6 +51,18 @@ static int minus_errno(int err)
 	return -1;
 }
 
+int vp_task_setpriority(int which, id_t who, int prio)
+{
+	return (int)syscall(SYS_setpriority, which, who, prio);
+}
+
+int vp_task_getpriority(int which, id_t who)
+{
+	/* The kernel answers 20 - nice (1 .. 40), so that no value is an error. */
+	long r = syscall(SYS_getpriority, which, who);
+	return r < 0 ? -1 : 20 - (int)r;
+}
+
 int vp_kthread_kill(pid_t tid, int sig)
 {
 	return minus_errno(vp_backend_ops()->kill(tid, sig));

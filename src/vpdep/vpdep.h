@@ -184,6 +184,11 @@ int vp_task_getparam(pid_t task, struct sched_param *p);
 /* The size in bytes of the mask the kernel wrote (not 0 as glibc's), or -1. */
 long vp_task_getaffinity(pid_t task, size_t size, void *set);
 int vp_task_setaffinity(pid_t task, size_t size, const void *set);
+/* setpriority and getpriority (`which` PRIO_PROCESS with a kernel thread
+ * id, PRIO_PGRP, PRIO_USER): the nice value, or -1 with errno (clear errno
+ * first to tell -1 from an error, as with the C library's). */
+int vp_task_setpriority(int which, id_t who, int prio);
+int vp_task_getpriority(int which, id_t who);
 /* `sig` to the kernel thread tid of this process (tgkill): 0 or -1/errno. */
 int vp_kthread_kill(pid_t tid, int sig);
 /* `sig` to the whole process (kill): 0 or -1/errno. */

@@ -18,17 +18,16 @@
 
 #include "pthread_impl.h"
 
+/* A kernel thread's, a process group's or a user's nice value: vpdep's
+ * (the C library's copy is not needed, at start-up or later). */
 static int real_setpriority(__priority_which_t which, id_t who, int prio)
 {
-	static void *_Atomic next;
-	return ((int (*)(__priority_which_t, id_t, int))vp_libc_fn(&next, "setpriority", NULL))(
-		which, who, prio);
+	return vp_task_setpriority((int)which, who, prio);
 }
 
 static int real_getpriority(__priority_which_t which, id_t who)
 {
-	static void *_Atomic next;
-	return ((int (*)(__priority_which_t, id_t))vp_libc_fn(&next, "getpriority", NULL))(which, who);
+	return vp_task_getpriority((int)which, who);
 }
 
 /* The kernel's can_nice: RLIMIT_NICE allows 20 - nice, CAP_SYS_NICE any
