@@ -34,7 +34,7 @@ static const char *const real_name[2] = { "dlopen", "dlmopen" };
 /* The C library's default version (GLIBC_2.34 on glibc 2.36). */
 static void *(*real(int which))(void)
 {
-	return (void *(*)(void))ppl_next_fn(&real_fn[which], real_name[which]);
+	return (void *(*)(void))ppl_next_fn(&real_fn[which], real_name[which], NULL);
 }
 
 /* ---- the gadget -------------------------------------------------------------------------- */

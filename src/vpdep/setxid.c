@@ -12,15 +12,16 @@
  * So libppl does the same with its own handler on the same signal (which
  * applications cannot use: glibc's sigaction refuses it and libppl's masks
  * never block it): the caller makes the call on its own kernel thread, then
- * every other task listed in /proc/self/task (VPs, spares, the monitor,
- * threads libppl did not make) gets SIGSETXID and repeats it; the caller
+ * every other kernel thread the backend lists (its each_task op; kthread:
+ * /proc/self/task, so VPs, spares, the monitor, and threads libppl did not
+ * make, such as the C library's own helpers, which a list of libppl's own
+ * kernel threads would miss) gets SIGSETXID and repeats it; the caller
  * waits for each, then lists the tasks again until it finds none it has
  * not done, so that a kernel thread created meanwhile by one not yet done
  * is done too.  As in glibc, a call that fails everywhere (EPERM) changes
  * nothing and returns the error, and one whose result differs between
  * kernel threads (credentials made to differ with a raw system call) is
  * reported for the caller to abort. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,7 +33,7 @@
 #include <unistd.h>
 
 #include "futex.h"
-#include "vpdep.h"
+#include "vp_backend.h"
 
 #define SIGSETXID 33
 
@@ -75,7 +76,7 @@ static void xid_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	if (si->si_code != SI_TKILL || si->si_pid != getpid())
+	if (si->si_code != SI_TKILL || !vp_backend_ops()->ours(si->si_pid))
 		return;
 	int saved = errno;
 	pid_t me = (pid_t)syscall(SYS_gettid);
@@ -136,36 +137,44 @@ static bool listed(const struct xid_task *t, size_t n, pid_t tid)
 	return false;
 }
 
-/* Add the tasks of /proc/self/task not yet in the list; -1 if it cannot
- * be read, else how many were added.  Grows *t (the handlers read it
- * only while the list is published, see below). */
-static long scan(struct xid_task **t, size_t *n, size_t *cap)
+struct scan {
+	struct xid_task *t;
+	size_t n, cap;
+	long added;
+	bool full;   /* out of memory: the rest is not listed */
+};
+
+static void scan_one(pid_t tid, void *arg)
 {
-	DIR *d = opendir("/proc/self/task");
-	if (d == NULL)
-		return -1;
-	long added = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		pid_t tid = (pid_t)atol(e->d_name);
-		if (tid <= 0 || listed(*t, *n, tid))
-			continue;
-		if (*n == *cap) {
-			size_t c = *cap ? 2 * *cap : 64;
-			struct xid_task *g = realloc(*t, c * sizeof *g);
-			if (g == NULL)
-				break;
-			*t = g;
-			*cap = c;
+	struct scan *s = arg;
+	if (s->full || listed(s->t, s->n, tid))
+		return;
+	if (s->n == s->cap) {
+		size_t c = s->cap ? 2 * s->cap : 64;
+		struct xid_task *g = realloc(s->t, c * sizeof *g);
+		if (g == NULL) {
+			s->full = true;
+			return;
 		}
-		struct xid_task *x = &(*t)[(*n)++];
-		atomic_init(&x->tid, tid);
-		atomic_init(&x->done, 0);
-		x->err = 0;
-		added++;
+		s->t = g;
+		s->cap = c;
 	}
-	closedir(d);
-	return added;
+	struct xid_task *x = &s->t[s->n++];
+	atomic_init(&x->tid, tid);
+	atomic_init(&x->done, 0);
+	x->err = 0;
+	s->added++;
+}
+
+/* Add the backend's kernel threads not yet in the list; -1 if they cannot
+ * be listed, else how many were added.  Grows s->t (the handlers read it
+ * only while the list is published, see below). */
+static long scan(struct scan *s)
+{
+	s->added = 0;
+	if (vp_backend_ops()->each_task(scan_one, s) != 0)
+		return -1;
+	return s->added;
 }
 
 static const long xid_nr[] = {
@@ -189,14 +198,17 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	xid.arg[0] = a0;
 	xid.arg[1] = a1;
 	xid.arg[2] = a2;
+	struct scan s = { 0 };
 	struct xid_task *t = NULL;
-	size_t n = 0, cap = 0, sent = 0;
-	pid_t pid = getpid();
+	size_t n = 0, sent = 0;
+	const struct vp_backend *ops = vp_backend_ops();
 	for (;;) {
 		/* Unpublish while the array may move; a handler that finds it
 		 * NULL does nothing and is signalled again below. */
 		atomic_store_explicit(&xid.tasks, NULL, memory_order_release);
-		long added = scan(&t, &n, &cap);
+		long added = scan(&s);
+		t = s.t;
+		n = s.n;
 		if (added <= 0)
 			break;
 		atomic_store_explicit(&xid.ntasks, n, memory_order_release);
@@ -206,7 +218,7 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 			if (tid == self) {
 				t[i].err = err;
 				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
-			} else if (syscall(SYS_tgkill, pid, tid, SIGSETXID) < 0) {
+			} else if (ops->kill(tid, SIGSETXID) != 0) {
 				t[i].err = err;   /* gone: nothing to compare */
 				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
 			}
@@ -223,7 +235,7 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 				futex_sys(&xid.answers, FUTEX_WAIT_PRIVATE, seen, &ms, 0);
 				pid_t tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
 				if (!atomic_load_explicit(&t[i].done, memory_order_acquire) &&
-				    syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH &&
+				    ops->kill(tid, 0) == ESRCH &&
 				    !atomic_load_explicit(&t[i].done, memory_order_acquire)) {
 					t[i].err = err;
 					atomic_store_explicit(&t[i].done, 1, memory_order_release);

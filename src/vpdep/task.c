@@ -51,6 +51,18 @@ static int minus_errno(int err)
 	return -1;
 }
 
+int vp_task_setpriority(int which, id_t who, int prio)
+{
+	return (int)syscall(SYS_setpriority, which, who, prio);
+}
+
+int vp_task_getpriority(int which, id_t who)
+{
+	/* The kernel answers 20 - nice (1 .. 40), so that no value is an error. */
+	long r = syscall(SYS_getpriority, which, who);
+	return r < 0 ? -1 : 20 - (int)r;
+}
+
 int vp_kthread_kill(pid_t tid, int sig)
 {
 	return minus_errno(vp_backend_ops()->kill(tid, sig));
@@ -73,7 +85,12 @@ pid_t vp_process_id(void)
 
 bool vp_is_initial_kthread(void)
 {
-	return vp_gettid() == getpid();
+	return vp_gettid() == vp_initial_kthread_id();
+}
+
+pid_t vp_initial_kthread_id(void)
+{
+	return getpid();   /* one thread group: its leader's tid is the pid */
 }
 
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)

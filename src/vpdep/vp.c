@@ -95,6 +95,12 @@ const char *vp_backend_name(void)
 	return backend()->name;
 }
 
+uintptr_t vp_libc_handle(struct vp *vp)
+{
+	/* kthread: the pthread_t, stored before the thread runs. */
+	return backend() == &vp_kthread_backend ? vp->handle : 0;
+}
+
 /* noipa as well as noinline: if gcc proved this function pure it could
  * reuse one call's result (and, in PIC code, the TLS address it computed)
  * after a context switch that moved the caller to another kernel thread. */

@@ -8,6 +8,7 @@
  * first use, not in a constructor: a VP is first created long after the
  * dynamic loader is done, and a foreign thread may need vp_kthread_stack
  * before libppl's initialisation ran. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -239,6 +240,23 @@ static int kthread_task_path(pid_t tid, const char *leaf, char *buf, size_t len)
 	return n > 0 && (size_t)n < len ? 0 : ENAMETOOLONG;
 }
 
+/* The kernel's list of the thread group: it has every kernel thread,
+ * including the C library's own helpers that libppl never sees made. */
+static int kthread_each_task(void (*fn)(pid_t tid, void *arg), void *arg)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (d == NULL)
+		return errno;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		pid_t tid = (pid_t)atol(e->d_name);
+		if (tid > 0)
+			fn(tid, arg);
+	}
+	closedir(d);
+	return 0;
+}
+
 const struct vp_backend vp_kthread_backend = {
 	.name = "kthread",
 	.create = kthread_create,
@@ -250,6 +268,7 @@ const struct vp_backend vp_kthread_backend = {
 	.kill_process = kthread_kill_process,
 	.ours = kthread_ours,
 	.task_path = kthread_task_path,
+	.each_task = kthread_each_task,
 };
 
 uintptr_t vp_kthread_handle(void)

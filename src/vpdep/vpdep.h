@@ -26,8 +26,13 @@
 
 /* ---- virtual processors ------------------------------------------------- */
 
+/* vpindep embeds struct vp (its size must be known) but reads and writes
+ * only `id`; every other field is vpdep's, reached through the functions
+ * below (vp_kthread_id, vp_in_crit, vp_wake_count, vp_kclass, vp_kmask,
+ * vp_note_sigmask, vp_tick_running, vp_libc_handle).  test/unit's
+ * check_vpindep_includes.sh fails on any other field named in src/vpindep. */
 struct vp {
-	int id;                  /* 0 .. nvps-1; VP 0 is the process's main kernel thread */
+	int id;                  /* vpindep's: 0 .. nvps-1; VP 0 is the main kernel thread */
 	_Atomic uint32_t wakeword; /* futex word: vp_resume bumps it, vp_suspend waits on it */
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */
@@ -75,6 +80,11 @@ struct vp_backend {
 	bool (*ours)(pid_t pid);   /* si_pid names one of the process's VPs */
 	/* the /proc file `leaf` (stat, comm) of kernel thread tid into buf */
 	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
+	/* fn(tid, arg) for every kernel thread of the process that signals
+	 * reach through `kill`, the VPs and those libppl did not make (the C
+	 * library's own helpers, a raw clone's): 0, or errno if they cannot be
+	 * listed.  vp_setxid's broadcast. */
+	int (*each_task)(void (*fn)(pid_t tid, void *arg), void *arg);
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
@@ -174,6 +184,11 @@ int vp_task_getparam(pid_t task, struct sched_param *p);
 /* The size in bytes of the mask the kernel wrote (not 0 as glibc's), or -1. */
 long vp_task_getaffinity(pid_t task, size_t size, void *set);
 int vp_task_setaffinity(pid_t task, size_t size, const void *set);
+/* setpriority and getpriority (`which` PRIO_PROCESS with a kernel thread
+ * id, PRIO_PGRP, PRIO_USER): the nice value, or -1 with errno (clear errno
+ * first to tell -1 from an error, as with the C library's). */
+int vp_task_setpriority(int which, id_t who, int prio);
+int vp_task_getpriority(int which, id_t who);
 /* `sig` to the kernel thread tid of this process (tgkill): 0 or -1/errno. */
 int vp_kthread_kill(pid_t tid, int sig);
 /* `sig` to the whole process (kill): 0 or -1/errno. */
@@ -193,8 +208,25 @@ int vp_process_sigqueue(int sig, siginfo_t *si);
 pid_t vp_process_id(void);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
+/* The initial kernel thread's id (the main thread's tid, the owner token
+ * in the robust-mutex words its kernel thread registered). */
+pid_t vp_initial_kthread_id(void);
 /* The calling kernel thread sleeps (clock_nanosleep's arguments): 0 or errno. */
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
+/* The kernel's CPU-time clock of kernel thread tid (0: the caller's), as
+ * clock_gettime and timer_create take it (CPUCLOCK_SCHED, (~tid << 3) | 6),
+ * and back: the tid such a clock id names (0 for the caller's), or -1 if
+ * c is no kernel thread's CPU clock of that form. */
+static inline clockid_t vp_kthread_cpuclock(pid_t tid)
+{
+	return (clockid_t)((~(unsigned)tid << 3) | 6);
+}
+static inline pid_t vp_cpuclock_kthread(clockid_t c)
+{
+	if (c >= 0 || (c & 7) != 6)
+		return -1;
+	return (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
+}
 /* The calling kernel thread gives its CPU to another (sched_yield). */
 void vp_kthread_yield(void);
 /* Unregister the calling kernel thread's rseq area of `size` bytes (the
@@ -211,6 +243,37 @@ static inline bool vp_in_crit(const struct vp *vp)
 {
 	return vp->crit != 0;
 }
+/* The count vp_resume bumps: read (acquire) before the last look for work,
+ * it is vp_suspend's `seen`. */
+static inline uint32_t vp_wake_count(struct vp *vp)
+{
+	return atomic_load_explicit(&vp->wakeword, memory_order_acquire);
+}
+/* The kernel class vp_set_class last gave vp's kernel thread (VP_CLASS). */
+static inline int vp_kclass(struct vp *vp)
+{
+	return atomic_load_explicit(&vp->kclass, memory_order_relaxed);
+}
+/* The blocked set vp's kernel thread has, as recorded by vp_set_sigmask
+ * (read on that kernel thread); vp_note_sigmask records one the kernel
+ * installed by itself (a handler's entry, its sigreturn). */
+static inline uint64_t vp_kmask(const struct vp *vp)
+{
+	return vp->kmask;
+}
+static inline void vp_note_sigmask(struct vp *vp, uint64_t mask)
+{
+	vp->kmask = mask;
+}
+/* vp's preemption tick runs (vp_tick_start succeeded, not stopped). */
+static inline bool vp_tick_running(struct vp *vp)
+{
+	return atomic_load(&vp->tick_on);
+}
+/* vp's kernel thread as the C library names it (its pthread_t: what
+ * vp_kthread_handle returns on that thread), or 0 if the backend's
+ * kernel threads are not the C library's or vp has not been created. */
+uintptr_t vp_libc_handle(struct vp *vp);
 
 /* A kernel thread's own stack, as the C library knows it now (for the
  * initial thread: from RLIMIT_STACK and /proc/self/maps at each call).

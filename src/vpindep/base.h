@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "../vpdep/vpdep.h"
-#include "tls.h"
+#include "vpdep.h"
+#include "glibcabi.h"
 #include "vpindep.h"
 
 /* The two central types, for the headers that only point to them. */

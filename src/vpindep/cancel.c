@@ -61,7 +61,7 @@
 #include "runtime.h"
 #include "scheduler.h"
 #include "sig.h"
-#include "tls.h"
+#include "glibcabi.h"
 #include "ult.h"
 #include "vproc.h"
 
@@ -489,7 +489,7 @@ int ppl_pthread_cancel(pthread_t th)
 	 * reach the C library's cancellation points, which it skips while
 	 * __libc_single_threaded is set. */
 	if (lold >= 0)
-		__atomic_store_n(&__libc_single_threaded, 0, __ATOMIC_RELAXED);
+		glibcabi_set_multi_threaded();
 	if (old & (CANCEL_PENDING | CANCEL_ACTING | CANCEL_DISABLED))
 		return 0;
 	struct ult *self = ult_self();

@@ -15,7 +15,8 @@
  * began (foreign, and the initial thread before start-up) reads that
  * kernel thread's clock, which has its whole time.
  *
- * Clock ids: glibc encodes a kernel thread's CPU clock as (~tid << 3) | 6;
+ * Clock ids: the kernel's CPU clock of a kernel thread is vpdep's
+ * vp_kthread_cpuclock(tid), (~tid << 3) | 6;
  * libppl's use the low bits 7, a clock type the kernel rejects (EINVAL), so
  * they can never be mistaken for the kernel's.  The bits above are an index
  * into a table of the threads that asked; a thread's entry records its
@@ -57,13 +58,14 @@ static gettime_fn *_Atomic next_gettime;
 
 static int real_gettime(clockid_t c, struct timespec *ts)
 {
-	return ((gettime_fn *)ppl_next_fn((void *_Atomic *)&next_gettime, "clock_gettime"))(c, ts);
+	void *f = vp_libc_fn((void *_Atomic *)&next_gettime, "clock_gettime", NULL);
+	return ((gettime_fn *)f)(c, ts);
 }
 
 static int real_getres(clockid_t c, struct timespec *ts)
 {
 	static void *_Atomic next;
-	return ((int (*)(clockid_t, struct timespec *))ppl_next_fn(&next, "clock_getres"))(c, ts);
+	return ((int (*)(clockid_t, struct timespec *))vp_libc_fn(&next, "clock_getres", NULL))(c, ts);
 }
 
 /* The calling kernel thread's CPU time, in ns. */
@@ -150,13 +152,13 @@ int ppl_pthread_getcpuclockid(pthread_t th, clockid_t *cid)
 struct ult *cpuclock_thread(clockid_t c, bool *ours)
 {
 	*ours = false;
-	if (c == CLOCK_THREAD_CPUTIME_ID || c == KERNEL_THREAD_CLOCK(0)) {
+	if (c == CLOCK_THREAD_CPUTIME_ID || c == vp_kthread_cpuclock(0)) {
 		struct ult *self = ult_self();
 		*ours = !self->foreign;
 		return *ours ? self : NULL;
 	}
-	if (c < 0 && (c & 7) == 6) {
-		pid_t tid = (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
+	pid_t tid = vp_cpuclock_kthread(c);
+	if (tid >= 0) {
 		if (!tid_is_virtual(tid))
 			return NULL;
 		*ours = true;
@@ -183,7 +185,7 @@ int64_t cpuclock_ns(struct ult *t)
 	struct timespec ts;
 	if (t->foreign) {
 		/* Its own kernel thread's, whole. */
-		clockid_t k = t == ult_self() ? CLOCK_THREAD_CPUTIME_ID : KERNEL_THREAD_CLOCK(t->ktid);
+		clockid_t k = t == ult_self() ? CLOCK_THREAD_CPUTIME_ID : vp_kthread_cpuclock(t->ktid);
 		return real_gettime(k, &ts) == 0 ? timespec_to_ns(&ts) : t->cpu_ns;
 	}
 	struct vproc *me = (struct vproc *)vp_current();
@@ -195,7 +197,7 @@ int64_t cpuclock_ns(struct ult *t)
 	struct vproc *v = t->vp;
 	int tid = v ? vp_kthread_id(&v->vp) : 0;
 	/* The kernel's CPU clock of that kernel thread (glibc's encoding). */
-	if (tid > 0 && v->current == t && real_gettime(KERNEL_THREAD_CLOCK(tid), &ts) == 0) {
+	if (tid > 0 && v->current == t && real_gettime(vp_kthread_cpuclock(tid), &ts) == 0) {
 		int64_t d = timespec_to_ns(&ts) - since;
 		if (d > 0)
 			total += d;
@@ -261,7 +263,7 @@ int ppl_getrusage(__rusage_who_t who, struct rusage *r)
 {
 	static void *_Atomic next;
 	int (*real)(__rusage_who_t, struct rusage *) =
-		(int (*)(__rusage_who_t, struct rusage *))ppl_next_fn(&next, "getrusage");
+		(int (*)(__rusage_who_t, struct rusage *))vp_libc_fn(&next, "getrusage", NULL);
 	struct ult *self;
 	if (who != RUSAGE_THREAD || (self = ult_self())->foreign)
 		return real(who, r);

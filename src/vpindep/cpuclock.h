@@ -14,8 +14,6 @@ static inline void cpu_switch(struct ult *from, struct ult *to)
 	if (ppl_unlikely(atomic_load_explicit(&cpu_counting, memory_order_relaxed)))
 		cpu_switch_slow(from, to);
 }
-/* The kernel's per-thread CPU clock of thread id tid (CPUCLOCK_SCHED). */
-#define KERNEL_THREAD_CLOCK(tid) ((clockid_t)((~(unsigned)(tid) << 3) | 6))
 /* cpuclock.c: the thread a CPU clock id names (*ours false: not a user
  * thread's clock, the kernel's to handle; NULL with *ours: gone), its CPU
  * time in ns, and the start of CPU time accounting. */

@@ -264,7 +264,9 @@ static int attr_copy(pthread_attr_t *to, const pthread_attr_t *from)
 
 /* ---- the API ------------------------------------------------------------------------- */
 
-#define REAL(name, type) ((type)ppl_next_fn(&next_##name, #name))
+/* GLIBC_2.3.3: the timer_t ABI of the headers; GLIBC_2.2.5 has the old
+ * int-id ABI on x86_64 (the default, GLIBC_2.34 on 2.36, is the same as 2.3.3). */
+#define REAL(name, type) ((type)vp_libc_fn(&next_##name, #name, "GLIBC_2.3.3"))
 static void *_Atomic next_timer_create, *_Atomic next_timer_settime, *_Atomic next_timer_gettime,
 	*_Atomic next_timer_getoverrun, *_Atomic next_timer_delete;
 
@@ -289,7 +291,7 @@ int ppl_timer_create(clockid_t c, struct sigevent *restrict ev, timer_t *restric
 	if (t == NULL)
 		return fail(EINVAL);
 	if (t->foreign)   /* a kernel thread of its own: the kernel's timer */
-		return REAL(timer_create, create_fn *)(KERNEL_THREAD_CLOCK(t->ktid), ev, id);
+		return REAL(timer_create, create_fn *)(vp_kthread_cpuclock(t->ktid), ev, id);
 	struct cputimer n = { .t = t, .tseq = t->id, .notify = SIGEV_SIGNAL, .signo = SIGALRM };
 	if (ev != NULL) {
 		struct sigevent e;

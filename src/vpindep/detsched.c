@@ -60,7 +60,7 @@ void detsched_point(void)
 	struct vproc *v = (struct vproc *)vp_current();
 	/* Not from a foreign thread, the idle loop (a signal handler there), a
 	 * bound VP, or inside one of libppl's locks. */
-	if (v == NULL || v->current == NULL || v->bound_to != NULL || v->vp.crit != 0)
+	if (v == NULL || v->current == NULL || v->bound_to != NULL || vp_in_crit(&v->vp))
 		return;
 	int why;
 	if (chaos != 0 && draw() < chaos) {

@@ -4,7 +4,7 @@
  * handlers, holds the malloc, stdio and loader locks across the system
  * call, rebuilds its thread list in the child), so libppl does not
  * replace it: it registers a handler triple of its own with
- * __register_atfork at start-up, before the program can register any.
+ * __register_atfork (glibcabi_atfork) at start-up, before the program can register any.
  * glibc runs prepare handlers in reverse order of registration and
  * parent/child handlers in order, so libppl's prepare runs last, after the
  * program's (which may still lock libppl mutexes and park), and its child
@@ -102,12 +102,12 @@ static void fork_prepare(void)
 	spin_lock(&ppl_rt.lock);
 	ult_cache_atfork(FORK_PREPARE);
 	stack_atfork(FORK_PREPARE);
-	tls_atfork(FORK_PREPARE);
+	tls_atfork(true);
 }
 
 static void release(enum fork_phase ph)
 {
-	tls_atfork(ph);
+	tls_atfork(ph == FORK_PREPARE);
 	stack_atfork(ph);
 	ult_cache_atfork(ph);
 	spin_unlock(&ppl_rt.lock);
@@ -145,6 +145,6 @@ static void fork_child(void)
 
 void fork_init(void)
 {
-	if (__register_atfork(fork_prepare, fork_parent, fork_child, &__dso_handle) != 0)
+	if (glibcabi_atfork(fork_prepare, fork_parent, fork_child) != 0)
 		ppl_fatal("cannot register the fork handlers (out of memory)");
 }

@@ -15,7 +15,6 @@ enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
 void fork_init(void);
 void ult_cache_atfork(enum fork_phase ph);   /* thread.c: the TCB cache */
 void stack_atfork(enum fork_phase ph);       /* stack.c: the stack arenas */
-void tls_atfork(enum fork_phase ph);         /* tls_glibc.c: the block list */
 /* In the child, after the locks are released: the forking thread becomes
  * the only thread, on the only VP; the other VPs restart lazily. */
 void ppl_runtime_fork_child(void);

@@ -99,7 +99,7 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 			 (timer_left < 0 || timer_left > SPIN_NS) && !atomic_load(&v->retired));
 	}
 
-	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
+	uint32_t seen = vp_wake_count(&v->vp);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
 	if (shared) {
 		atomic_fetch_add_explicit(&ppl_rt.nsleeping, 1, memory_order_seq_cst);
@@ -146,7 +146,7 @@ static void retire(struct vproc *v)
 		/* That VP may be stuck in the kernel (monitor.c). */
 		monitor_note_ready();
 	}
-	uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
+	uint32_t seen = vp_wake_count(&v->vp);
 	atomic_store_explicit(&v->sleeping, 1, memory_order_seq_cst);
 	int64_t left = timer_run_expired(v);
 	if (left != 0 && atomic_load(&v->retired) &&

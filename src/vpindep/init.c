@@ -52,7 +52,7 @@ void ppl_init(void)
 	sched_params_init(m);
 	nice_init(m);
 	m->inherit_sched = true;
-	m->ktid = vp_process_id();   /* the initial thread's tid */
+	m->ktid = vp_initial_kthread_id();
 	m->sigmask = vp_get_sigmask();
 	atomic_store(&m->state, ULT_RUNNING);
 	atomic_store(&ppl_rt.nthreads, 1);
@@ -196,11 +196,12 @@ static int start_vps(int from, int to)
 int ppl_vp_create(struct vproc *v)
 {
 	int err = vp_create(&v->vp, sched_vp_main);
-	/* The kthread backend's handle is the kernel thread's pthread_t, its
-	 * glibc thread pointer: keep its DTV from here, even if the process
-	 * ends before the new thread runs. */
-	if (err == 0)
-		tls_keep_kthread((void *)v->vp.handle);
+	/* A C library thread's pthread_t is its glibc thread pointer
+	 * (glibcabi): keep its DTV from here, even if the process ends
+	 * before the new thread runs. */
+	uintptr_t h = err == 0 ? vp_libc_handle(&v->vp) : 0;
+	if (h != 0)
+		tls_keep_kthread((void *)h);
 	return err;
 }
 
@@ -236,7 +237,7 @@ static int wanted_vps(void)
 static int restart_vps(void)
 {
 	int n = wanted_vps();
-	__libc_single_threaded = 0;
+	glibcabi_set_multi_threaded();
 	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);
 	int err = start_vps(1, n);
 	ppl_rt.nvps = err ? ppl_rt.nvps_total : n;
@@ -271,7 +272,7 @@ int ppl_runtime_start(void)
 		trace_start();
 	ppl_overflow_init();
 	preempt_init();
-	__libc_single_threaded = 0;   /* user threads interleave on every VP */
+	glibcabi_set_multi_threaded();   /* user threads interleave on every VP */
 	atomic_store_explicit(&spin_orphans, false, memory_order_seq_cst);   /* (forked child) */
 
 	bool adopt_main = vp_current() == NULL && vp_is_initial_kthread();
@@ -482,4 +483,11 @@ void ppl_runtime_fork_child(void)
 	 * holds the process's original block, which is now this one. */
 	self->home = (!tls_per_thread && self->is_main) ? v : NULL;
 	atomic_store_explicit(&ppl_rt.started, 2, memory_order_release);
+}
+
+/* After a successful dlopen (preload's dl.c): static TLS of new modules in
+ * the blocks glibc does not know (glibcabi). */
+void ppl_after_dlopen(void)
+{
+	tls_after_dlopen();
 }

@@ -248,14 +248,14 @@ static __attribute__((noinline)) void release_slow(struct mutex *m, int kind)
 		sched_wake(t);
 }
 
-/* glibc's own flag: true until a second kernel thread exists (libppl clears
- * it when it starts its VPs).  While it holds, nobody can observe a private
- * mutex between our load and store, so glibc's x86 lock skips the bus lock;
- * so do we, or a single-threaded program would pay 2-3x for every lock
- * (libc_private.h). */
+/* glibc's own flag (glibcabi.h): true until a second kernel thread exists
+ * (libppl clears it when it starts its VPs).  While it holds, nobody can
+ * observe a private mutex between our load and store, so glibc's x86 lock
+ * skips the bus lock; so do we, or a single-threaded program would pay
+ * 2-3x for every lock. */
 static inline bool single_threaded(void)
 {
-	return __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) != 0;
+	return glibcabi_single_threaded();
 }
 
 static inline void release(struct mutex *m, int kind)

@@ -201,7 +201,7 @@ void prio_unlocked(pthread_mutex_t *m)
 		kernel_class(self, v);
 		return;
 	}
-	if (v->vp.crit == 0) {
+	if (!vp_in_crit(&v->vp)) {
 		sched_prio_changed();
 		return;
 	}

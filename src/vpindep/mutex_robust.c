@@ -93,14 +93,13 @@ static inline struct rmutex *mutex_of(void *entry)
 
 /* On the initial kernel thread (ppl_init) and in a forked child's only
  * one: make rl the kernel thread's robust list; the tid of that kernel
- * thread is the pid. */
+ * thread is vp_initial_kthread_id() (the pid). */
 void robust_init(void)
 {
 	rl.prev = rl.list = &rl.list;
 	rl.op_pending = NULL;
 	spin_init(&rl_lock);
-	pid_t pid = vp_process_id();
-	atomic_store_explicit(&rtid, (uint32_t)pid, memory_order_relaxed);
+	atomic_store_explicit(&rtid, (uint32_t)vp_initial_kthread_id(), memory_order_relaxed);
 	/* Not the initial kernel thread (an early caller): the list then only
 	 * serves the user-level owner death, not the process's. */
 	if (vp_is_initial_kthread())
@@ -119,7 +118,7 @@ static inline uint32_t my_tid(void)
 {
 	uint32_t t = atomic_load_explicit(&rtid, memory_order_relaxed);
 	if (ppl_unlikely(t == 0)) {
-		t = (uint32_t)vp_process_id();
+		t = (uint32_t)vp_initial_kthread_id();
 		atomic_store_explicit(&rtid, t, memory_order_relaxed);
 	}
 	return t;

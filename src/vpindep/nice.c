@@ -20,17 +20,16 @@
 #include "thread.h"
 #include "ult.h"
 
+/* A kernel thread's, a process group's or a user's nice value: vpdep's
+ * (the C library's copy is not needed, at start-up or later). */
 static int real_setpriority(__priority_which_t which, id_t who, int prio)
 {
-	static void *_Atomic next;
-	return ((int (*)(__priority_which_t, id_t, int))ppl_next_fn(&next, "setpriority"))(
-		which, who, prio);
+	return vp_task_setpriority((int)which, who, prio);
 }
 
 static int real_getpriority(__priority_which_t which, id_t who)
 {
-	static void *_Atomic next;
-	return ((int (*)(__priority_which_t, id_t))ppl_next_fn(&next, "getpriority"))(which, who);
+	return vp_task_getpriority((int)which, who);
 }
 
 /* The kernel's can_nice: RLIMIT_NICE allows 20 - nice, CAP_SYS_NICE any

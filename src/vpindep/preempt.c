@@ -348,7 +348,7 @@ void preempt_init(void)
 
 void preempt_vp_start(struct vproc *v)
 {
-	if (slice_ns == 0 || v->bound_to != NULL || atomic_load(&v->vp.tick_on))
+	if (slice_ns == 0 || v->bound_to != NULL || vp_tick_running(&v->vp))
 		return;
 	v->tick_switches = v->stats.switches;
 	int err = vp_tick_start(&v->vp, slice_ns);

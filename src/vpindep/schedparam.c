@@ -211,7 +211,7 @@ static int class_rank(int kclass)
 
 void sched_class_raise(struct vproc *v, const struct ult *t)
 {
-	if (class_rank(atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)) < t->prio)
+	if (class_rank(vp_kclass(&v->vp)) < t->prio)
 		vp_set_class(&v->vp, ult_kclass(t));
 }
 

@@ -27,7 +27,7 @@ static inline void ult_update_kclass(struct ult *t)
 static inline void sched_class_sync(const struct ult *t, struct vproc *v)
 {
 	int c = ult_kclass(t);
-	if (ppl_unlikely(c != atomic_load_explicit(&v->vp.kclass, memory_order_relaxed)))
+	if (ppl_unlikely(c != vp_kclass(&v->vp)))
 		vp_set_class(&v->vp, c);
 }
 /* schedparam.c: t, real-time, is queued on v to run there next: raise

@@ -76,7 +76,7 @@ static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	sched_class_sync(self, v);
-	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
+	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
 			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);

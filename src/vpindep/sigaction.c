@@ -136,7 +136,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	 * instead of running with the handler's. */
 	struct vp *vp = vp_current();
 	if (vp != NULL)
-		vp->kmask = vp_get_sigmask();
+		vp_note_sigmask(vp, vp_get_sigmask());
 	preempt_handler_enter(uc);
 	if (flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
@@ -146,8 +146,11 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	/* sigreturn gives this kernel thread (maybe another one by now) the
 	 * mask of the interrupted code. */
 	vp = vp_current();
-	if (vp != NULL)
-		memcpy(&vp->kmask, &((ucontext_t *)uc)->uc_sigmask, sizeof vp->kmask);
+	if (vp != NULL) {
+		uint64_t m;
+		memcpy(&m, &((ucontext_t *)uc)->uc_sigmask, sizeof m);
+		vp_note_sigmask(vp, m);
+	}
 }
 
 void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask)

@@ -109,7 +109,7 @@ static void deliver_pending(struct ult *self)
 
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
-	if (self->sigmask != v->vp.kmask)
+	if (self->sigmask != vp_kmask(&v->vp))
 		vp_set_sigmask(self->sigmask);
 	deliver_pending(self);
 	if (atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~self->sigmask)
@@ -148,7 +148,7 @@ void sig_adopt_pending(struct ult *m)
 
 void sig_vp_init(struct vproc *v)
 {
-	v->vp.kmask = vp_get_sigmask();
+	vp_note_sigmask(&v->vp, vp_get_sigmask());
 }
 
 /* ---- sending -------------------------------------------------------------------- */
@@ -348,7 +348,7 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 			vp_set_sigmask(next);
 	} else if (set != NULL) {
 		self->sigmask = next;
-		if (v->vp.kmask != next)
+		if (vp_kmask(&v->vp) != next)
 			vp_set_sigmask(next);
 		deliver_pending(self);
 		sig_take_claims(self, true);

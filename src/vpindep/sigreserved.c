@@ -42,7 +42,7 @@ static void range_init(void)
 {
 	if (atomic_load_explicit(&rt_hi, memory_order_acquire) != 0)
 		return;
-	int (*f)(void) = (int (*)(void))ppl_next_fn(&next_sigrtmin, "__libc_current_sigrtmin");
+	int (*f)(void) = (int (*)(void))vp_libc_fn(&next_sigrtmin, "__libc_current_sigrtmin", NULL);
 	int lo = f(), zero = 0;
 	atomic_compare_exchange_strong(&rt_lo, &zero, lo);
 	zero = 0;
@@ -129,7 +129,7 @@ int ppl_kill(pid_t pid, int sig)
 		return refuse();
 	if (routed(pid, sig, SI_USER, (union sigval){ 0 }))
 		return 0;
-	return ((int (*)(pid_t, int))ppl_next_fn(&next_kill, "kill"))(pid, sig);
+	return ((int (*)(pid_t, int))vp_libc_fn(&next_kill, "kill", NULL))(pid, sig);
 }
 
 /* POSIX: in a threaded program raise is pthread_kill(pthread_self()).  The
@@ -151,7 +151,7 @@ int ppl_raise(int sig)
 		}
 		return 0;
 	}
-	return ((int (*)(int))ppl_next_fn(&next_raise, "raise"))(sig);
+	return ((int (*)(int))vp_libc_fn(&next_raise, "raise", NULL))(sig);
 }
 
 int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
@@ -162,7 +162,7 @@ int ppl_sigqueue(pid_t pid, int sig, const union sigval value)
 		return refuse();
 	if (routed(pid, sig, SI_QUEUE, value))
 		return 0;
-	return ((int (*)(pid_t, int, const union sigval))ppl_next_fn(&next_sigqueue, "sigqueue"))(
+	return ((int (*)(pid_t, int, const union sigval))vp_libc_fn(&next_sigqueue, "sigqueue", NULL))(
 		pid, sig, value);
 }
 
@@ -183,5 +183,5 @@ int ppl_tgkill(pid_t tgid, pid_t tid, int sig)
 		}
 		return 0;
 	}
-	return ((int (*)(pid_t, pid_t, int))ppl_next_fn(&next_tgkill, "tgkill"))(tgid, tid, sig);
+	return ((int (*)(pid_t, pid_t, int))vp_libc_fn(&next_tgkill, "tgkill", NULL))(tgid, tid, sig);
 }

@@ -677,7 +677,7 @@ int ppl_pthread_setname_np(pthread_t th, const char *name)
 		if (err)
 			return err;
 	}
-	int tid = t->is_main ? vp_process_id() : own_kthread(t);
+	int tid = t->is_main ? vp_initial_kthread_id() : own_kthread(t);
 	if (tid == 0 || (t == ult_self() && tid == vp_gettid()))
 		return 0;
 	return vp_kthread_set_name(tid, t->name);

@@ -35,29 +35,12 @@
 #include "base.h"
 #include "cancel.h"
 #include "scheduler.h"
-#include "tls.h"
+#include "glibcabi.h"
 #include "ult.h"
 
 _Static_assert(sizeof(struct _Unwind_Exception) <= sizeof(((struct ult *)0)->unwind_exc),
 	       "room for the exception object");
 
-/* glibc's private view of __pthread_unwind_buf_t (its nptl/descr.h). */
-struct unwind_buf {
-	struct {
-		__jmp_buf jmp_buf;
-		int mask_was_saved;
-	} cancel_jmp_buf[1];
-	union {
-		void *pad[4];
-		struct {
-			struct unwind_buf *prev;   /* next older registered buffer */
-			struct _pthread_cleanup_buffer *cleanup;  /* old-style list then */
-			int canceltype;            /* the _defer form's saved type */
-		} data;
-	} priv;
-};
-
-_Static_assert(sizeof(struct unwind_buf) == sizeof(__pthread_unwind_buf_t), "unwind buffer size");
 
 typedef _Unwind_Reason_Code (*forced_unwind_fn)(struct _Unwind_Exception *, _Unwind_Stop_Fn,
 						void *);

@@ -34,9 +34,10 @@ extern int __libc_allocate_rtsig(int high) __THROW;
 
 /* Called once from the library constructor: read the environment. */
 void ppl_init(void);
-/* The C library's next definition of `name` after libppl's, resolved once
- * into *slot (vpdep's vp_libc_fn); a missing one is fatal. */
-void *ppl_next_fn(void *_Atomic *slot, const char *name);
+/* The C library's next definition of `name` after libppl's (at `version`
+ * if not NULL and the C library has it), resolved once into *slot: vpdep's
+ * one resolver, vp_libc_fn; a missing one is fatal. */
+void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version);
 /* After a successful dlopen: initialise new static TLS in user threads. */
 void ppl_after_dlopen(void);
 /* Print PPL_STATS counters, if asked for (called at exit). */

@@ -8,7 +8,7 @@ nm=$1 lib=$2 api=$3 interposed=$4 ppl_h=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-sed -n 's/^PPL_FN([^,]*, *\([A-Za-z0-9_]*\) *,.*/\1/p' "$api" >"$tmp/api"
+sed -n 's/^PPL_\(FN\|CANCELLABLE\|BLOCKING\)([^,]*, *\([A-Za-z0-9_]*\) *,.*/\2/p' "$api" >"$tmp/api"
 sed -n 's/^PPL_EXT( *\([A-Za-z0-9_]*\) *).*/\1/p' "$interposed" | sort -u >"$tmp/ext"
 sort -u "$tmp/api" "$tmp/ext" >"$tmp/want"
 [ "$(wc -l <"$tmp/api")" -gt 100 ] || { echo "api.def: too few entries parsed"; exit 1; }

@@ -1,5 +1,7 @@
-/* Per-thread TLS on glibc: everything libppl knows about glibc's thread
- * descriptor lives in this file (docs/tls.md).
+/* TLS blocks and thread descriptors on glibc: everything libppl knows about
+ * glibc's thread descriptor lives in this file (docs/tls.md), for
+ * vpindep's per-thread TLS and for a VP backend's kernel threads
+ * (glibcabi_tls_new).
  *
  * A user thread's block comes from ld.so's own allocator
  * (_dl_allocate_tls, GLIBC_PRIVATE), so its static TLS and DTV have the
@@ -21,6 +23,7 @@
  * library's module is left alone because it holds the malloc tcache and
  * arena of the block, which must survive. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <gnu/libc-version.h>
 #include <link.h>
 #include <locale.h>
@@ -30,12 +33,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base.h"
-#include "fork.h"
-#include "stack.h"
-#include "tls.h"
+#include "glibcabi.h"
+#include "vpdep.h"
 
-bool tls_per_thread PPL_HIDDEN;
+bool tls_per_thread;
 
 /* The descriptor fields libppl writes, as offsets from the thread pointer.
  * The first group is cross-checked with glibc's _thread_db_* descriptors. */
@@ -63,7 +64,7 @@ static const struct layout known[1];   /* none checked yet: shared TLS */
 #endif
 
 static const struct layout *L;
-bool tls_libc_cancel PPL_HIDDEN;
+bool tls_libc_cancel;
 static void libc_cancel_init(void);
 
 /* Resolved once by the gate. */
@@ -136,9 +137,16 @@ void tls_keep_kthread(void *tp)
 	spin_unlock(&blocks_lock);
 }
 
+/* glibc's private symbols, through vpdep's one resolver (uncached: the
+ * gate runs once). */
+static void *libc_private(const char *name)
+{
+	return vp_libc_lookup(name, "GLIBC_PRIVATE");
+}
+
 static const uint32_t *db(const char *name)
 {
-	return dlsym(RTLD_DEFAULT, name);
+	return libc_private(name);
 }
 
 /* _thread_db_<field> is {bits, count, offset}; _thread_db_sizeof_* one word. */
@@ -171,12 +179,11 @@ static const char *gate(void)
 	lm_tls_modid = m[2];
 	lm_tls_offset = o[2];
 
-	allocate_tls = (void *(*)(void *))dlvsym(RTLD_DEFAULT, "_dl_allocate_tls", "GLIBC_PRIVATE");
-	get_tls_static_info = (void (*)(size_t *, size_t *))dlvsym(
-		RTLD_DEFAULT, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
-	call_tls_dtors = (void (*)(void))dlvsym(RTLD_DEFAULT, "__call_tls_dtors", "GLIBC_PRIVATE");
-	const ptrdiff_t *rs = dlsym(RTLD_DEFAULT, "__rseq_offset");
-	char *resp = dlsym(RTLD_DEFAULT, "__resp");   /* this (main) thread's slot */
+	allocate_tls = (void *(*)(void *))libc_private("_dl_allocate_tls");
+	get_tls_static_info = (void (*)(size_t *, size_t *))libc_private("_dl_get_tls_static_info");
+	call_tls_dtors = (void (*)(void))libc_private("__call_tls_dtors");
+	const ptrdiff_t *rs = vp_libc_lookup("__rseq_offset", "GLIBC_2.35");
+	char *resp = libc_private("__resp");   /* this (main) thread's slot */
 	if (!allocate_tls || !get_tls_static_info || !call_tls_dtors || !rs || !resp)
 		return "a GLIBC_PRIVATE entry point is missing";
 	if (*rs != L->rseq_offset)
@@ -193,6 +200,22 @@ static const char *gate(void)
 		return "the main thread's descriptor does not match the known layout";
 	get_tls_static_info(&static_size, &static_align);
 	return NULL;
+}
+
+/* The gate, once (it reads the main thread's descriptor through the caller's
+ * thread pointer: the first call is on the main thread, at start-up). */
+static const char *gate_once(void)
+{
+	static spin_t lock;
+	static bool done;
+	static const char *why;
+	spin_lock(&lock);
+	if (!done) {
+		why = gate();
+		done = true;
+	}
+	spin_unlock(&lock);
+	return why;
 }
 
 /* ---- static TLS images of the loaded modules ----------------------------------- */
@@ -348,23 +371,16 @@ static char *low_block(void)
 	return allocate_tls(tp);   /* fresh zero pages: only the DTV is malloc'ed */
 }
 
-void *tls_block_new(void)
+/* Record a new block (tls_after_dlopen, the leak checker's pointers);
+ * caller holds blocks_lock.  False when out of memory. */
+static bool add_block(char *tp)
 {
-	char *tp = low_block();
-	if (tp == NULL)
-		tp = allocate_tls(NULL);
-	if (tp == NULL)
-		return NULL;
-	block_init(tp);
-	spin_lock(&blocks_lock);
 	if (nblocks == cap_blocks) {
 		size_t ncap = cap_blocks ? cap_blocks * 2 : 64;
 		/* blocks_lock is held: no preemption in a replaced malloc (preempt.c) */
 		void **nb = realloc(blocks, ncap * sizeof *nb);
-		if (nb == NULL) {
-			spin_unlock(&blocks_lock);
-			return NULL;   /* the block leaks: out of memory anyway */
-		}
+		if (nb == NULL)
+			return false;
 		blocks = nb;
 		cap_blocks = ncap;
 	}
@@ -374,8 +390,75 @@ void *tls_block_new(void)
 		keep(a);
 	if (d)
 		keep(d);
+	return true;
+}
+
+void *tls_block_new(void)
+{
+	char *tp = low_block();
+	if (tp == NULL)
+		tp = allocate_tls(NULL);
+	if (tp == NULL)
+		return NULL;
+	block_init(tp);
+	spin_lock(&blocks_lock);
+	bool ok = add_block(tp);
 	spin_unlock(&blocks_lock);
+	return ok ? tp : NULL;   /* the block leaks: out of memory anyway */
+}
+
+/* ---- blocks for kernel threads glibc did not create ---------------------------------------- */
+
+static _Atomic size_t kthread_blocks;   /* made by glibcabi_tls_new: dlopen must update them */
+static void **pool;                     /* freed ones, under blocks_lock */
+static size_t npool, cap_pool;
+
+void *glibcabi_tls_new(bool *reused)
+{
+	*reused = false;
+	if (gate_once() != NULL) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	spin_lock(&blocks_lock);
+	void *tp = npool ? pool[--npool] : NULL;
+	spin_unlock(&blocks_lock);
+	if (tp) {
+		*reused = true;
+		return tp;
+	}
+	/* Anywhere: a kernel thread's block needs no LDT selector. */
+	if ((tp = allocate_tls(NULL)) == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	block_init(tp);
+	spin_lock(&blocks_lock);
+	bool ok = add_block(tp);
+	spin_unlock(&blocks_lock);
+	if (!ok) {
+		errno = ENOMEM;
+		return NULL;   /* the block leaks: out of memory anyway */
+	}
+	atomic_fetch_add_explicit(&kthread_blocks, 1, memory_order_release);
 	return tp;
+}
+
+void glibcabi_tls_free(void *tp)
+{
+	spin_lock(&blocks_lock);
+	if (npool == cap_pool) {
+		size_t ncap = cap_pool ? cap_pool * 2 : 16;
+		void **np = realloc(pool, ncap * sizeof *np);
+		if (np == NULL) {
+			spin_unlock(&blocks_lock);
+			return;   /* not pooled: it stays in the block list, unused */
+		}
+		pool = np;
+		cap_pool = ncap;
+	}
+	pool[npool++] = tp;
+	spin_unlock(&blocks_lock);
 }
 
 void tls_block_set_stack(void *tp, void *lo, size_t size)
@@ -391,7 +474,7 @@ void tls_adopt_main(void)
 	 * area.  Unregister it: sched_getcpu() then asks the kernel, as in
 	 * every other user thread. */
 	int32_t *cpu_id = &F(main_tp, rseq_off + 4, int32_t);
-	const unsigned *rsize = dlsym(RTLD_DEFAULT, "__rseq_size");
+	const unsigned *rsize = vp_libc_lookup("__rseq_size", "GLIBC_2.35");
 	if (*cpu_id >= 0 && rsize != NULL && *rsize != 0 &&
 	    vp_rseq_unregister(main_tp + rseq_off, *rsize) == 0)
 		*cpu_id = -2;
@@ -460,7 +543,7 @@ static void mark_all_done(struct modtab *t)
 
 void tls_after_dlopen(void)
 {
-	if (!tls_per_thread)
+	if (!tls_per_thread && atomic_load_explicit(&kthread_blocks, memory_order_acquire) == 0)
 		return;
 	struct modtab *t = modules();
 	spin_lock(&dl_lock);
@@ -495,7 +578,7 @@ void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 {
 	if (!want_per_thread)
 		return;
-	const char *why = gate();
+	const char *why = gate_once();
 	if (why) {
 		char buf[256];
 		int n = snprintf(buf, sizeof buf,
@@ -520,16 +603,11 @@ void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 	libc_cancel_init();
 }
 
-void ppl_after_dlopen(void)
-{
-	tls_after_dlopen();
-}
-
 /* ---- fork ------------------------------------------------------------------------------------ */
 
-void tls_atfork(enum fork_phase ph)
+void tls_atfork(bool prepare)
 {
-	if (ph == FORK_PREPARE) {
+	if (prepare) {
 		spin_lock(&dl_lock);      /* the order of tls_after_dlopen */
 		spin_lock(&blocks_lock);
 		return;
@@ -586,7 +664,10 @@ static uintptr_t mangle(uintptr_t p)
 
 static _Noreturn void stray_jump(void)
 {
-	ppl_fatal("the C library unwound a thread without libppl's cancellation hook");
+	static const char msg[] =
+		"libppl: fatal: the C library unwound a thread without libppl's cancellation hook\n";
+	vp_write(2, msg, sizeof msg - 1);
+	abort();
 }
 
 static void set_redirect(char *tp, __pthread_unwind_buf_t *b)

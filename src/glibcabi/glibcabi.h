@@ -1,20 +1,26 @@
-/* Thread-local storage modes (docs/tls.md).
+/* The C library's private ABI (glibc): everything libppl knows about
+ * glibc beyond its public headers, in one module of its own (docs/tls.md,
+ * docs/vpdep.md) that vpindep and a VP backend both use.
  *
+ * TLS blocks and thread descriptors (tls.c), the fork handlers' registration
+ * and the single-threaded flag (libc_state.c, and inline below).
+ *
+ * Thread-local storage modes:
  * shared:     user threads run on their VP's glibc TLS block; the scheduler
  *             saves and restores errno on every switch.
  * per-thread: every user thread owns a complete glibc TLS block and thread
  *             descriptor (struct pthread), installed as the thread pointer by
- *             the context switch.  Only the glibc knowledge lives behind this
- *             header (tls_glibc.c). */
-#ifndef PPL_TLS_H
-#define PPL_TLS_H
+ *             the context switch. */
+#ifndef PPL_GLIBCABI_H
+#define PPL_GLIBCABI_H
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../vpdep/context.h"
+#include "context.h"   /* vpdep's contract: enum ctx_tls_switch */
 
 /* Set once by tls_mode_init, before the first VP starts; read-only after. */
 extern bool tls_per_thread __attribute__((visibility("hidden")));
@@ -51,7 +57,61 @@ void tls_thread_exit(void);
 /* After a dlopen: copy the TLS init images of newly loaded modules that
  * use static TLS (initial-exec) into every live user-thread block. */
 void tls_after_dlopen(void);
+/* fork: prepare (true) takes the locks of the block list, else releases them. */
+void tls_atfork(bool prepare);
 
+/* ---- a TLS block for a kernel thread the C library did not create -------------
+ * For a VP backend whose kernel threads are not glibc's (raw clone): a
+ * complete block (static TLS of every module initialised, a descriptor
+ * glibc's functions accept, as a user thread's) whose thread pointer the
+ * new thread installs (CLONE_SETTLS) before it runs any C.  NULL and errno
+ * (ENOTSUP: the C library's layout is not one libppl knows; ENOMEM).
+ * glibcabi_tls_free takes back a block no thread runs on any more: it goes
+ * to a pool that glibcabi_tls_new takes from first (its malloc state stays
+ * in it, as glibc's own is freed only for threads glibc made), and the
+ * thread that gets a pooled block calls tls_thread_start(true) first. */
+void *glibcabi_tls_new(bool *reused);
+void glibcabi_tls_free(void *tp);
+
+/* ---- the C library's process state (libc_state.c) ----------------------------- */
+
+/* Register fork handlers with the C library as libppl's own (__register_atfork
+ * with libppl's DSO handle): 0 or errno. */
+int glibcabi_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+
+/* glibc's __libc_single_threaded: true until a second kernel thread exists.
+ * libppl clears it when user threads may interleave (its VPs start, or a
+ * thread is cancelled asynchronously); read on the mutex fast path. */
+extern char __libc_single_threaded;
+static inline bool glibcabi_single_threaded(void)
+{
+	return __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) != 0;
+}
+static inline void glibcabi_set_multi_threaded(void)
+{
+	__atomic_store_n(&__libc_single_threaded, 0, __ATOMIC_RELAXED);
+}
+
+
+/* glibc's private view of __pthread_unwind_buf_t (its nptl/descr.h): the
+ * buffers __pthread_register_cancel links (unwind.c), which glibc's own
+ * unwinder reads too. */
+struct unwind_buf {
+	struct {
+		__jmp_buf jmp_buf;
+		int mask_was_saved;
+	} cancel_jmp_buf[1];
+	union {
+		void *pad[4];
+		struct {
+			struct unwind_buf *prev;   /* next older registered buffer */
+			struct _pthread_cleanup_buffer *cleanup;  /* old-style list then */
+			int canceltype;            /* the _defer form's saved type */
+		} data;
+	} priv;
+};
+
+_Static_assert(sizeof(struct unwind_buf) == sizeof(__pthread_unwind_buf_t), "unwind buffer size");
 
 /* ---- the C library's own cancellation points (per-thread TLS; docs/cancel.md) ----
  * The descriptor's cancelhandling bits (glibc 2.36, nptl/descr.h) that
