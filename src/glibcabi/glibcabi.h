@@ -144,4 +144,13 @@ void tls_cancel_hooked(void);
  * entries below address `below`, or all of them; never the hook. */
 void tls_cancel_run_cleanups(uintptr_t below, bool all);
 
+/* The C library's entry points that libppl uses and no public header
+ * declares (glibc exports them for its own runtime and for libstdc++). */
+int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+		      void *dso_handle);
+/* thread_local destructors of the calling kernel thread (libstdc++'s hook). */
+int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso_handle);
+/* This DSO's handle (crtbegin.o). */
+extern void *__dso_handle;
+
 #endif

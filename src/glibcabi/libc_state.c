@@ -6,9 +6,6 @@
 
 /* glibc's own entry point behind pthread_atfork (GLIBC_2.3.2): the
  * handlers are libppl's, unregistered if libppl's DSO were unloaded. */
-extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
-			     void *dso_handle);
-extern void *__dso_handle;
 
 int glibcabi_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
 {

@@ -55,7 +55,6 @@
 
 #include "base.h"
 #include "cancel.h"
-#include "libc_private.h"
 #include "monitor.h"
 #include "parklot.h"
 #include "runtime.h"

@@ -30,7 +30,6 @@
 #include "base.h"
 #include "cpuclock.h"
 #include "fork.h"
-#include "libc_private.h"
 #include "mutex_prio.h"
 #include "mutex_robust.h"
 #include "parklot.h"

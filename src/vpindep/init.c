@@ -11,7 +11,6 @@
 #include "base.h"
 #include "cancel.h"
 #include "fork.h"
-#include "libc_private.h"
 #include "monitor.h"
 #include "mutex_robust.h"
 #include "preempt.h"

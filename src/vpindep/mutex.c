@@ -31,7 +31,6 @@
 
 #include "base.h"
 #include "config.h"
-#include "libc_private.h"
 #include "mutex.h"
 #include "mutex_prio.h"
 #include "mutex_robust.h"

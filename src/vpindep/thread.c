@@ -17,7 +17,7 @@
 #include "base.h"
 #include "cancel.h"
 #include "fork.h"
-#include "libc_private.h"
+#include "glibcabi.h"
 #include "monitor.h"
 #include "mutex_prio.h"
 #include "mutex_robust.h"
