@@ -384,6 +384,19 @@ static bool take_sleeper(struct vproc *v)
 	return atomic_compare_exchange_strong(&v->sleeping, &one, 0);
 }
 
+/* t was just queued: wake a VP for it.  Only its home may run a thread
+ * that has one (no other VP takes it), so that one, if it sleeps: any
+ * idle VP woke instead, and a thread pinned on 3 VPs that yielded to
+ * move home waited there for good while its home slept. */
+static void wake_for(struct ult *t)
+{
+	struct vproc *home = t->home;
+	if (ppl_likely(home == NULL))
+		wake_idle_vp();
+	else if (home != this_vp() && take_sleeper(home))
+		vp_resume(&home->vp);
+}
+
 void sched_push(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);
@@ -528,7 +541,7 @@ static void requeue(struct ult *t, bool front)
 	spin_lock(&v->rq_lock);
 	rq_insert(v, t, front);
 	spin_unlock(&v->rq_lock);
-	wake_idle_vp();
+	wake_for(t);
 	monitor_note_ready();   /* v may be another VP, stuck in the kernel */
 }
 
@@ -1047,7 +1060,7 @@ static void retire(struct vproc *v)
 		}
 		/* A thread tied to a VP goes to that VP, never to VP 0. */
 		rq_push(q->home ? q->home : ppl_rt.vps[0], q);
-		wake_idle_vp();
+		wake_for(q);
 		/* That VP may be stuck in the kernel (monitor.c). */
 		monitor_note_ready();
 	}
