@@ -103,6 +103,7 @@ static struct vproc *vproc_new(int id)
 	v->vp.id = id;
 	atomic_store(&v->next_deadline, INT64_MAX);
 	atomic_store(&v->cur_prio, -1);
+	v->kcpus = affinity_vp_initial();
 	return v;
 }
 
@@ -362,7 +363,6 @@ int ppl_bind_new_vp(struct ult *t)
 void ppl_unbind_vp(struct ult *t)
 {
 	struct vproc *v = t->vp;
-	sched_affinity_bound(t, false);
 	v->bound_to = NULL;
 	atomic_store(&v->retired, true);
 	spin_lock(&ppl_rt.lock);

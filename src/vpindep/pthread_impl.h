@@ -112,6 +112,8 @@ enum ult_state {
 #define PPL_PRIO_HELD 8    /* PI/PP mutexes a thread holds with effect */
 #define PPL_KEY_BLOCKS (PTHREAD_KEYS_MAX / PPL_KEY_BLOCK)
 
+struct cpus;   /* an interned CPU set (affinity.c) */
+
 struct ult {
 	struct ctx ctx;            /* saved machine context while not running */
 	struct ult *next;          /* run-queue or wait-queue link (one at a time) */
@@ -156,9 +158,11 @@ struct ult {
 	int kclass;                /* its VP's kernel class while it runs (ult_kclass) */
 	bool inherit_sched;
 	int nice;                  /* its nice value (nice.c), inherited at create */
-	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
-				    * the process's; freed when the TCB is recycled */
-	size_t cpusetsize;
+	/* Its CPU set (affinity.c; interned, NULL: the process's), and the
+	 * set its VP's kernel thread must have while it runs (NULL: the
+	 * process's, for a set that holds every CPU of the process). */
+	const struct cpus *_Atomic cpus;
+	const struct cpus *_Atomic kcpus;
 	char name[16];
 
 	/* waiting: set by the waiter before parking, read under the object lock */
@@ -259,6 +263,10 @@ struct vproc {
 				    * even between two of them (set before the VP
 				    * starts, never cleared but by fork) */
 	struct vproc *spare_next;  /* link in ppl_rt.spare_bound */
+	const struct cpus *_Atomic kcpus; /* the CPU set its kernel thread has
+				    * (affinity.c); written only on this VP's kernel thread */
+	bool kinside;              /* kcpus holds only CPUs of the process, and ticks
+				    * run: a thread of any set may run here a while */
 	_Atomic bool retired;      /* set aside: by pthread_setconcurrency, or a spare bound VP */
 
 	spin_t timer_lock;         /* protects the heap */
@@ -593,12 +601,29 @@ void sig_claims_fork_child(void);
 /* sigaction.c: the signals the kernel runs the trampoline for. */
 uint64_t sig_wrapped_set(void);
 
+/* affinity.c: on v's kernel thread, give it CPU set c (NULL: the process's). */
+void sched_cpus_install(struct vproc *v, const struct cpus *c);
+/* Give v's kernel thread the CPU set t must run on as t resumes there: a
+ * compare, and one system call only when they differ for a thread with
+ * a narrowed set.  A thread of the process's set (kcpus NULL) runs on a
+ * VP narrowed to some of the process's CPUs as it is, until the VP's next
+ * tick (strict): so a VP that alternates between a pinned thread and
+ * others re-pins once a slice, not twice a switch. */
+static inline void sched_cpus_sync(const struct ult *t, struct vproc *v, bool strict)
+{
+	const struct cpus *c = atomic_load_explicit(&t->kcpus, memory_order_relaxed);
+	if (ppl_unlikely(c != atomic_load_explicit(&v->kcpus, memory_order_relaxed)) &&
+	    (c != NULL || strict || !v->kinside))
+		sched_cpus_install(v, c);
+}
+
 /* Called by a user thread each time it resumes: give its kernel thread its
- * scheduling class and its signal mask if its VP has others, and raise
- * what is pending for it. */
+ * scheduling class, CPU set and signal mask if its VP has others, and
+ * raise what is pending for it. */
 static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
+	sched_cpus_sync(self, v, false);
 	sched_class_sync(self, v);
 	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
@@ -673,6 +698,9 @@ void preempt_deferred_run(void);
 /* A thread of higher priority than v's current was queued on v: preempt
  * v's current as soon as it is safe (v may be the caller's own VP). */
 void preempt_for_priority(struct vproc *v, const struct ult *t);
+/* Another VP, v, must look at its current thread's settings (its CPU
+ * set) now: its tick handler runs.  False if it cannot (preemption off). */
+bool preempt_kick(struct vproc *v);
 
 /* The trampoline runs an application handler over the interrupted
  * context uc: enter says whether the thread may be switched out meanwhile
@@ -720,9 +748,12 @@ int attr_write(pthread_attr_t *a, const struct thread_attrs *in) PPL_MUST_CHECK;
 
 /* The initial thread's policy and priority, from its kernel thread (schedparam.c). */
 void sched_params_init(struct ult *m);
-/* On a SCOPE_SYSTEM thread's kernel thread: take its pthread_create
- * affinity (start), or give the process's back as it exits (!start). */
-void sched_affinity_bound(struct ult *t, bool start);
+/* affinity.c: the process's CPUs, read at start-up; what a new VP's
+ * kernel thread has (NULL: the process's; or not known, once a thread
+ * narrowed its set); a new thread's set, its creator's. */
+void affinity_init(void);
+const struct cpus *affinity_vp_initial(void);
+void affinity_inherit(struct ult *t, const struct ult *creator);
 /* A pthread_t that names no thread (NULL, or a recycled TCB). */
 bool ult_stale(struct ult *t);
 /* The initial thread's nice value, from its kernel thread (nice.c). */
