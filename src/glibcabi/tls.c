@@ -475,8 +475,15 @@ void tls_adopt_main(void)
 	 * every other user thread. */
 	int32_t *cpu_id = &F(main_tp, rseq_off + 4, int32_t);
 	const unsigned *rsize = vp_libc_lookup("__rseq_size", "GLIBC_2.35");
-	if (*cpu_id >= 0 && rsize != NULL && *rsize != 0 &&
-	    vp_rseq_unregister(main_tp + rseq_off, *rsize) == 0)
+	if (*cpu_id < 0 || rsize == NULL || *rsize == 0)
+		return;
+	/* The kernel wants the length registered: glibc 2.36 registers 32
+	 * bytes (the original struct rseq) but publishes 20 in __rseq_size
+	 * (the fields it knows), so that size alone is EINVAL; then the
+	 * kernel went on writing VP 0's CPU there, and sched_getcpu() in the
+	 * main thread said CPU 0 on any VP (tst-thread-affinity-pthread2). */
+	if (vp_rseq_unregister(main_tp + rseq_off, *rsize) == 0 ||
+	    (*rsize < 32 && vp_rseq_unregister(main_tp + rseq_off, 32) == 0))
 		*cpu_id = -2;
 }
 

@@ -142,7 +142,7 @@ static void retire(struct vproc *v)
 		}
 		/* A thread tied to a VP goes to that VP, never to VP 0. */
 		rq_push(q->home ? q->home : ppl_rt.vps[0], q);
-		wake_idle_vp();
+		wake_for(q);
 		/* That VP may be stuck in the kernel (monitor.c). */
 		monitor_note_ready();
 	}

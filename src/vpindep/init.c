@@ -142,6 +142,7 @@ static struct vproc *vproc_new(int id)
 		return NULL;
 	}
 	v->vp.id = id;
+	v->kcpus = affinity_vp_initial();
 	return v;
 }
 
@@ -402,7 +403,6 @@ int ppl_bind_new_vp(struct ult *t)
 void ppl_unbind_vp(struct ult *t)
 {
 	struct vproc *v = t->vp;
-	sched_affinity_bound(t, false);
 	v->bound_to = NULL;
 	atomic_store(&v->retired, true);
 	spin_lock(&ppl_rt.lock);

@@ -47,6 +47,7 @@
 #include "schedhooks.h"
 #include "schedparam.h"
 #include "scheduler.h"
+#include "sig.h"
 #include "ult.h"
 #include "vproc.h"
 
@@ -265,8 +266,10 @@ static void tick(void *uc)
 	/* A kick whose thread another VP took left this one raised
 	 * (sched_class_raise): back to the class of what it runs, unless
 	 * the tick came inside a lock (that of vp_set_class, say). */
-	if (v != NULL && v->current != NULL && !vp_in_crit(&v->vp))
+	if (v != NULL && v->current != NULL && !vp_in_crit(&v->vp)) {
 		sched_class_sync(v->current, v);
+		sched_cpus_sync(v->current, v, true);   /* its set changed, or it runs on a pinned VP */
+	}
 	if (v != NULL && v->current != NULL && !vp_in_crit(&v->vp) && !protected_pc(vp_signal_pc(uc)))
 		cancel_async_check();
 }
@@ -330,6 +333,11 @@ void preempt_for_priority(struct vproc *v, const struct ult *t)
 		return;   /* a kick is on its way */
 	if (vp_signal(&v->vp, vp_tick_signal()) != 0)
 		atomic_store_explicit(&v->prio_kick, false, memory_order_relaxed);
+}
+
+bool preempt_kick(struct vproc *v)
+{
+	return slice_ns != 0 && vp_signal(&v->vp, vp_tick_signal()) == 0;
 }
 
 /* ---- start-up ---------------------------------------------------------------------- */

@@ -19,6 +19,9 @@ void preempt_deferred_run(void);
 /* A thread of higher priority than v's current was queued on v: preempt
  * v's current as soon as it is safe (v may be the caller's own VP). */
 void preempt_for_priority(struct vproc *v, const struct ult *t);
+/* Another VP, v, must look at its current thread's settings (its CPU
+ * set) now: its tick handler runs.  False if it cannot (preemption off). */
+bool preempt_kick(struct vproc *v);
 
 /* The trampoline runs an application handler over the interrupted
  * context uc: enter says whether the thread may be switched out meanwhile

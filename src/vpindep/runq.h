@@ -139,6 +139,8 @@ void runq_fork_child(struct vproc *v, struct ult *self);
 /* ---- making threads ready (sched.c) ---- */
 /* Wake a sleeping VP for work just queued, unless a VP spins. */
 void wake_idle_vp(void);
+/* t was just queued: wake its home VP if it has one, else any idle VP. */
+void wake_for(struct ult *t);
 /* The VP whose queue a thread made ready goes on (no real-time victim). */
 struct vproc *push_target(struct ult *t);
 

@@ -111,6 +111,19 @@ static bool take_sleeper(struct vproc *v)
 	return atomic_compare_exchange_strong(&v->sleeping, &one, 0);
 }
 
+/* t was just queued: wake a VP for it.  Only its home may run a thread
+ * that has one (no other VP takes it), so that one, if it sleeps: any
+ * idle VP woke instead, and a thread pinned on 3 VPs that yielded to
+ * move home waited there for good while its home slept. */
+void wake_for(struct ult *t)
+{
+	struct vproc *home = t->home;
+	if (ppl_likely(home == NULL))
+		wake_idle_vp();
+	else if (home != this_vp() && take_sleeper(home))
+		vp_resume(&home->vp);
+}
+
 void sched_push(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_READY, memory_order_relaxed);

@@ -23,12 +23,8 @@
  *    libppl did not create) gets it there directly.  Spin locks sleep now
  *    and then when they stay busy (spin_wait_long), so a real-time VP does
  *    not spin for good on a lock held by a VP it keeps off the CPU.
- *  - Affinity: a user thread whose set leaves out some of the process's
- *    CPUs is kept on one VP, the one of the first CPU of its set (the i-th
- *    allowed CPU maps to VP i mod the VP count).  Threads pinned to one CPU
- *    thus run one at a time, in turn, as on that CPU.  Permission checks
- *    follow the kernel's: EPERM for real-time policies without root,
- *    EINVAL for a set with none of the process's CPUs. */
+ *  - Affinity is affinity.c's.  Permission checks follow the kernel's:
+ *    EPERM for real-time policies without root. */
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -184,18 +180,11 @@ int ppl_sched_getparam(pid_t pid, struct sched_param *p)
 	return vp_copy_out(p, &t->sched_param, sizeof *p) ? fail(EFAULT) : 0;
 }
 
-/* The CPUs of the initial thread at start-up, which every VP's kernel
- * thread inherits: what a SCOPE_SYSTEM VP returns to when the thread that
- * pinned it exits (the next bound thread reuses the VP). */
-static cpu_set_t process_cpus;
-static bool process_cpus_known;
-
 /* The initial thread starts with what its kernel thread has (a program
- * started under chrt, say); its CPUs are noted for sched_affinity_bound. */
+ * started under chrt, say); its CPUs are the process's (affinity.c). */
 void sched_params_init(struct ult *m)
 {
-	process_cpus_known = vp_task_getaffinity(0, sizeof process_cpus,
-				     &process_cpus) > 0;
+	affinity_init();
 	int c = vp_class_self();
 	ult_set_sched(m, VP_CLASS_POLICY(c), &(struct sched_param){ .sched_priority = VP_CLASS_PRIO(c) });
 }
@@ -215,118 +204,7 @@ void sched_class_raise(struct vproc *v, const struct ult *t)
 		vp_set_class(&v->vp, ult_kclass(t));
 }
 
-/* ---- affinity ------------------------------------------------------------------------ */
-
-/* The VP a thread with this set keeps to, or NULL (any VP): see the top. */
-static struct vproc *vp_for_set(size_t n, const cpu_set_t *set, int *err)
-{
-	cpu_set_t allowed;
-	/* The kernel fills only its own mask's bytes (its return value):
-	 * the CPUs past them do not exist. */
-	long got = vp_task_getaffinity(0, sizeof allowed, &allowed);
-	if (got < 0) {
-		*err = errno;
-		return NULL;
-	}
-	int index = 0, first = -1;
-	bool all = true;
-	for (int c = 0; c < got * 8; c++) {
-		if (!CPU_ISSET(c, &allowed))
-			continue;
-		bool in = (size_t)c < n * 8 && CPU_ISSET_S(c, n, set);
-		if (in && first < 0)
-			first = index;
-		all = all && in;
-		index++;
-	}
-	*err = first < 0 ? EINVAL : 0;
-	int nvps = ppl_rt.nvps;
-	if (first < 0 || all || nvps <= 1)
-		return NULL;
-	return ppl_rt.vps[first % nvps];
-}
-
-int ppl_pthread_setaffinity_np(pthread_t th, size_t n, const cpu_set_t *set)
-{
-	struct ult *t = (struct ult *)th;
-	if (ult_stale(t))
-		return ESRCH;
-	/* The kernel reads at most its own mask's size (EFAULT if it cannot);
-	 * the copy is what the checks and the thread keep. */
-	void *copy = malloc(n ? n : 1);
-	if (copy == NULL)
-		return ENOMEM;
-	if (vp_copy_in(copy, set, n < sizeof(cpu_set_t) ? n : sizeof(cpu_set_t)) != 0) {
-		free(copy);
-		return EFAULT;
-	}
-	if (n > sizeof(cpu_set_t))
-		memset((char *)copy + sizeof(cpu_set_t), 0, n - sizeof(cpu_set_t));
-	set = copy;
-	int err;
-	struct vproc *vp = vp_for_set(n, set, &err);
-	if (err) {
-		free(copy);
-		return err;
-	}
-	int tid = own_kthread(t);
-	if (tid && vp_task_setaffinity(tid, n, set) != 0) {
-		err = errno;
-		free(copy);
-		return err;
-	}
-	free(t->cpuset);
-	t->cpuset = copy;
-	t->cpusetsize = n;
-	/* A bound thread has its VP, and the main thread with TLS shared per
-	 * VP stays on VP 0 (tls.md): their kernel threads took the set. */
-	if (tid || (t->is_main && !tls_per_thread))
-		return 0;
-	t->home = vp;
-	if (t == ult_self() && vp != NULL && vp != t->vp)
-		sched_yield_ult();   /* moves there now */
-	return 0;
-}
-
-void sched_affinity_bound(struct ult *t, bool start)
-{
-	if (t->cpuset == NULL)
-		return;
-	/* Checked by pthread_create (vp_for_set); the kernel's word on a
-	 * CPU that went offline since is the thread's problem, as on NPTL. */
-	if (start)
-		(void)vp_task_setaffinity(0, t->cpusetsize, t->cpuset);
-	else if (process_cpus_known)
-		(void)vp_task_setaffinity(0, sizeof process_cpus, &process_cpus);
-}
-
-int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
-{
-	struct ult *t = (struct ult *)th;
-	if (ult_stale(t))
-		return ESRCH;
-	int tid = own_kthread(t);
-	if (tid || t->cpuset == NULL) {
-		/* The kernel's word: the thread's own, or the process's. */
-		long r = vp_task_getaffinity(tid, n, set);
-		if (r < 0)
-			return errno;
-		memset((char *)set + r, 0, n - (size_t)r);
-		return 0;
-	}
-	if (n < t->cpusetsize) {
-		/* As the kernel: too small only if it would lose a CPU. */
-		for (size_t c = n * 8; c < t->cpusetsize * 8; c++)
-			if (CPU_ISSET_S(c, t->cpusetsize, (cpu_set_t *)t->cpuset))
-				return EINVAL;
-		return vp_copy_out(set, t->cpuset, n);
-	}
-	/* As the kernel's: EFAULT for a bad set, then the rest zeroed. */
-	if (vp_copy_out(set, t->cpuset, t->cpusetsize) != 0)
-		return EFAULT;
-	memset((char *)set + t->cpusetsize, 0, n - t->cpusetsize);
-	return 0;
-}
+/* ---- affinity (affinity.c) ------------------------------------------------------------ */
 
 /* sched_setaffinity and sched_getaffinity: on a thread of the process, as
  * pthread_setaffinity_np and pthread_getaffinity_np on it (glibc's

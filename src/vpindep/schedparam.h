@@ -37,9 +37,12 @@ void sched_class_raise(struct vproc *v, const struct ult *t);
 
 /* The initial thread's policy and priority, from its kernel thread (schedparam.c). */
 void sched_params_init(struct ult *m);
-/* On a SCOPE_SYSTEM thread's kernel thread: take its pthread_create
- * affinity (start), or give the process's back as it exits (!start). */
-void sched_affinity_bound(struct ult *t, bool start);
+/* affinity.c: the process's CPUs, read at start-up; what a new VP's
+ * kernel thread has (NULL: the process's; or not known, once a thread
+ * narrowed its set); a new thread's set, its creator's. */
+void affinity_init(void);
+const struct cpus *affinity_vp_initial(void);
+void affinity_inherit(struct ult *t, const struct ult *creator);
 
 /* The kernel thread t has to itself (bound, foreign), or 0 (schedparam.c). */
 int own_kthread(struct ult *t);

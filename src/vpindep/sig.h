@@ -69,12 +69,29 @@ void sig_claims_fork_child(void);
 /* sigaction.c: the signals the kernel runs the trampoline for. */
 uint64_t sig_wrapped_set(void);
 
+/* affinity.c: on v's kernel thread, give it CPU set c (NULL: the process's). */
+void sched_cpus_install(struct vproc *v, const struct cpus *c);
+/* Give v's kernel thread the CPU set t must run on as t resumes there: a
+ * compare, and one system call only when they differ for a thread with
+ * a narrowed set.  A thread of the process's set (kcpus NULL) runs on a
+ * VP narrowed to some of the process's CPUs as it is, until the VP's next
+ * tick (strict): so a VP that alternates between a pinned thread and
+ * others re-pins once a slice, not twice a switch. */
+static inline void sched_cpus_sync(const struct ult *t, struct vproc *v, bool strict)
+{
+	const struct cpus *c = atomic_load_explicit(&t->kcpus, memory_order_relaxed);
+	if (ppl_unlikely(c != atomic_load_explicit(&v->kcpus, memory_order_relaxed)) &&
+	    (c != NULL || strict || !v->kinside))
+		sched_cpus_install(v, c);
+}
+
 /* Called by a user thread each time it resumes: give its kernel thread its
- * scheduling class and its signal mask if its VP has others, and raise
- * what is pending for it. */
+ * scheduling class, CPU set and signal mask if its VP has others, and
+ * raise what is pending for it. */
 static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
+	sched_cpus_sync(self, v, false);
 	sched_class_sync(self, v);
 	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||

@@ -41,7 +41,7 @@ static void requeue(struct ult *t, bool front)
 	spin_lock(&v->rq_lock);
 	rq_insert(v, t, front);
 	spin_unlock(&v->rq_lock);
-	wake_idle_vp();
+	wake_for(t);
 	monitor_note_ready();   /* v may be another VP, stuck in the kernel */
 }
 

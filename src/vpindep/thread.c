@@ -103,8 +103,6 @@ static struct ult *tcb_get(void)
 static void tcb_put(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_FREE, memory_order_release);
-	free(t->cpuset);
-	t->cpuset = NULL;
 	spin_lock(&cache_lock);
 	if (ncache < TCB_CACHE_MAX || t->stack.lo == NULL) {
 		t->cache_next = cache;
@@ -264,8 +262,6 @@ static void ult_entry(void *arg)
 		if (__builtin_expect(t->tls_countdown != 0, 0))
 			ult_tls_entered(t);
 	}
-	if (t->bound)
-		sched_affinity_bound(t, true);
 	jmp_buf landing;
 	if (setjmp(landing) == 0) {
 		unwind_set_landing(t, &landing);
@@ -373,9 +369,10 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	}
 	if (at.sigmask)
 		sig_thread_mask(t, at.sigmask);
+	/* Its creator's CPUs, as a kernel thread's, or the attribute's as
+	 * pthread_setaffinity_np on it gives them (affinity.c). */
+	affinity_inherit(t, ult_self());
 	if (at.cpuset) {
-		/* As pthread_setaffinity_np on it: a VP to keep to, or (for
-		 * a bound thread) a set its kernel thread takes as it starts. */
 		err = ppl_pthread_setaffinity_np((pthread_t)t, at.cpusetsize, at.cpuset);
 		if (err) {
 			ult_recycle(t);

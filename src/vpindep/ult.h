@@ -22,6 +22,8 @@ enum ult_state {
 #define PPL_PRIO_HELD 8    /* PI/PP mutexes a thread holds with effect */
 #define PPL_KEY_BLOCKS (PTHREAD_KEYS_MAX / PPL_KEY_BLOCK)
 
+struct cpus;   /* an interned CPU set (affinity.c) */
+
 struct ult {
 	struct ctx ctx;            /* saved machine context while not running */
 	struct ult *next;          /* run-queue or wait-queue link (one at a time) */
@@ -66,9 +68,11 @@ struct ult {
 	int kclass;                /* its VP's kernel class while it runs (ult_kclass) */
 	bool inherit_sched;
 	int nice;                  /* its nice value (nice.c), inherited at create */
-	void *cpuset;              /* pthread_setaffinity_np's set (malloc'd), or NULL:
-				    * the process's; freed when the TCB is recycled */
-	size_t cpusetsize;
+	/* Its CPU set (affinity.c; interned, NULL: the process's), and the
+	 * set its VP's kernel thread must have while it runs (NULL: the
+	 * process's, for a set that holds every CPU of the process). */
+	const struct cpus *_Atomic cpus;
+	const struct cpus *_Atomic kcpus;
 	char name[16];
 
 	/* waiting: set by the waiter before parking, read under the object lock */

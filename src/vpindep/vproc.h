@@ -95,6 +95,10 @@ struct vproc {
 				    * even between two of them (set before the VP
 				    * starts, never cleared but by fork) */
 	struct vproc *spare_next;  /* link in ppl_rt.spare_bound */
+	const struct cpus *_Atomic kcpus; /* the CPU set its kernel thread has
+				    * (affinity.c); written only on this VP's kernel thread */
+	bool kinside;              /* kcpus holds only CPUs of the process, and ticks
+				    * run: a thread of any set may run here a while */
 	_Atomic bool retired;      /* set aside: by pthread_setconcurrency, or a spare bound VP */
 	struct vp_timers;
 	struct vp_preempt;
