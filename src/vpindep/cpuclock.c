@@ -215,6 +215,10 @@ static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct time
 		errno = EFAULT;
 		return -1;
 	}
+	/* A thread that spins reading its own CPU clock is nearly always
+	 * here, where a tick does not switch it out: a preemption put off
+	 * (a thread woken for a signal, say) is taken on the way out. */
+	preempt_point();
 	return 0;
 }
 

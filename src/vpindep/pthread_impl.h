@@ -192,6 +192,7 @@ struct ult {
 				    * code where it may not be switched out (the C
 				    * library's), or 0 (preempt.c) */
 	bool sig_yielding;         /* yields after a handler it took (sigroute.c) */
+	_Atomic bool sig_done;     /* exiting: takes no more claims of the process's */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
@@ -525,7 +526,9 @@ static inline void cputimer_tick(struct ult *t)
 	if (ppl_unlikely(atomic_load_explicit(&t->cputimer_due, memory_order_relaxed) != 0))
 		cputimer_expire(t, cpuclock_ns(t));
 }
-/* signal.c: *si to thread t through the kernel's queue (0 or errno). */
+/* signal.c: *si to thread t through the kernel's queue (0 or errno), its
+ * si_errno set to this mark (the trampoline clears it). */
+#define SIG_DIRECT_MARK 0x70706c44   /* "ppl" D */
 int sig_queue_ult(struct ult *t, siginfo_t *si);
 /* blocking.c: the kernel's sigtimedwait, announced and a cancellation point. */
 int sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts);
@@ -647,8 +650,9 @@ void monitor_note_idle(void);
 void monitor_reclaim(struct vproc *v);
 /* deadlock.c: 0 (off), 1 (warn), 2 (abort), from PPL_DEADLOCK */
 extern int ppl_env_deadlock PPL_HIDDEN;
-/* PPL_PROCESS_SIGNALS=thread: process-directed signals run in a user thread
- * that takes them (sigroute.c); vp (the default): on the VP that took them. */
+/* PPL_PROCESS_SIGNALS=thread (the default): process-directed signals run
+ * in a user thread that takes them (sigroute.c); vp: on the VP that took
+ * them. */
 extern bool ppl_env_sigroute PPL_HIDDEN;
 /* Record a TCB allocated by tcb_get (the deadlock check walks them all). */
 void deadlock_track(struct ult *t);
