@@ -32,6 +32,8 @@ struct vp {
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */
 	size_t altstack_size;
+	const void *alt_cur;     /* the kernel thread's alternate stack: NULL for its
+				  * own (altstack), else a user thread's ss_sp */
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
 	_Atomic int tid;         /* kernel thread id, set by the thread itself on entry
 				  * (0 until then); read by vp_kernel_state, vp_signal */
@@ -139,6 +141,13 @@ int vp_class_self(void);
 void vp_set_sigmask(uint64_t mask);
 /* The calling kernel thread's blocked set. */
 uint64_t vp_get_sigmask(void);
+/* The kernel's sigaltstack on the calling kernel thread (-1 and errno). */
+int vp_sigaltstack(const stack_t *ss, stack_t *old);
+/* Give the calling VP's kernel thread the alternate stack ss (a user
+ * thread's, its ss_sp not NULL) or, with ss NULL, the VP's own (the
+ * overflow handler's), unless it has it already (vp->alt_cur).  0, or -1
+ * and errno (the kernel's: EINVAL, ENOMEM, EPERM while on the current one). */
+int vp_altstack_use(struct vp *vp, const stack_t *ss);
 /* The signals pending for the calling kernel thread: its own and the process's. */
 uint64_t vp_get_sigpending(void);
 /* Take `sig`, pending and blocked, off the calling kernel thread (its own

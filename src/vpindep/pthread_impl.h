@@ -193,6 +193,8 @@ struct ult {
 				    * library's), or 0 (preempt.c) */
 	bool sig_yielding;         /* yields after a handler it took (sigroute.c) */
 	_Atomic bool sig_done;     /* exiting: takes no more claims of the process's */
+	stack_t alt;               /* its sigaltstack (ss_sp NULL: none), installed on
+				    * its VP's kernel thread while it runs (sigaltstack.c) */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
@@ -596,13 +598,22 @@ void sig_claims_fork_child(void);
 /* sigaction.c: the signals the kernel runs the trampoline for. */
 uint64_t sig_wrapped_set(void);
 
+/* sigaltstack.c: a new thread has no alternate stack; the main thread
+ * keeps the one its kernel thread had (before vp_adopt); install self's
+ * (or the VP's own) on v's kernel thread. */
+void sig_alt_init(struct ult *t);
+void sig_alt_adopt(struct ult *m);
+void sig_alt_switch(struct ult *self, struct vproc *v);
+
 /* Called by a user thread each time it resumes: give its kernel thread its
- * scheduling class and its signal mask if its VP has others, and raise
- * what is pending for it. */
+ * scheduling class, its alternate signal stack and its signal mask if its
+ * VP has others, and raise what is pending for it. */
 static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	sched_class_sync(self, v);
+	if (ppl_unlikely(self->alt.ss_sp != v->vp.alt_cur))
+		sig_alt_switch(self, v);
 	if (ppl_unlikely(self->sigmask != v->vp.kmask ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
 			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))

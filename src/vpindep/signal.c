@@ -118,6 +118,7 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sig_done, false, memory_order_relaxed);
+	sig_alt_init(t);   /* NPTL: a new thread has no alternate stack */
 }
 
 void sig_thread_mask(struct ult *t, const sigset_t *set)
