@@ -422,6 +422,8 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 		if (r > 0)
 			break;
 		r = sys_sigtimedwait(set, &si, ts);
+		if (r > 0 && si.si_errno == SIG_DIRECT_MARK)
+			si.si_errno = 0;   /* sig_queue_ult's mark: not the application's */
 		void *target = r > 0 ? vp_poke_target(&si) : NULL;
 		if (target == NULL)
 			break;

@@ -171,6 +171,13 @@ static void claim(int sig, const siginfo_t *si, struct ult *to)
 		spin_unlock(&rt.lock);
 		return;   /* no memory: lost, as the kernel's queue over its limit */
 	}
+	if (rt.head[sig] != NULL && sig < 32) {
+		/* Claimed meanwhile (inst_get may drop the lock): merges. */
+		i->next = rt.spare;
+		rt.spare = i;
+		spin_unlock(&rt.lock);
+		return;
+	}
 	i->si = *si;
 	i->next = NULL;
 	if (rt.tail[sig] != NULL)
