@@ -203,8 +203,31 @@ void vp_enter(struct vp *vp)
 	if (vp->altstack != NULL) {
 		stack_t ss = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
 		/* Cannot fail: the stack is large enough and we are not on it. */
-		sigaltstack(&ss, NULL);
+		vp_sigaltstack(&ss, NULL);
 	}
+	vp->alt_cur = NULL;
+}
+
+int vp_sigaltstack(const stack_t *ss, stack_t *old)
+{
+	return (int)syscall(SYS_sigaltstack, ss, old);
+}
+
+int vp_altstack_use(struct vp *vp, const stack_t *ss)
+{
+	const void *want = ss != NULL ? ss->ss_sp : NULL;
+	if (vp->alt_cur == want)
+		return 0;
+	stack_t own = { .ss_sp = vp->altstack, .ss_size = vp->altstack_size };
+	if (ss == NULL) {
+		if (vp->altstack == NULL)
+			own.ss_flags = SS_DISABLE;
+		ss = &own;
+	}
+	if (vp_sigaltstack(ss, NULL) != 0)
+		return -1;
+	vp->alt_cur = want;
+	return 0;
 }
 
 void vp_leave(struct vp *vp)
@@ -213,7 +236,7 @@ void vp_leave(struct vp *vp)
 	stack_t off = { .ss_flags = SS_DISABLE };
 	/* EPERM means we are running on the alternate stack: then it must
 	 * stay mapped, and leaking it is the only safe choice. */
-	if (vp->altstack != NULL && sigaltstack(&off, NULL) == 0)
+	if (vp->altstack != NULL && vp_sigaltstack(&off, NULL) == 0)
 		altstack_free(vp);
 	current = NULL;
 }

@@ -29,7 +29,7 @@
 /* vpindep embeds struct vp (its size must be known) but reads and writes
  * only `id`; every other field is vpdep's, reached through the functions
  * below (vp_kthread_id, vp_in_crit, vp_wake_count, vp_kclass, vp_kmask,
- * vp_note_sigmask, vp_tick_running, vp_libc_handle).  test/unit's
+ * vp_note_sigmask, vp_tick_running, vp_libc_handle, vp_altstack_current).  test/unit's
  * check_vpindep_includes.sh fails on any other field named in src/vpindep. */
 struct vp {
 	int id;                  /* vpindep's: 0 .. nvps-1; VP 0 is the main kernel thread */
@@ -37,6 +37,8 @@ struct vp {
 	uintptr_t handle;        /* backend's kernel-thread handle (pthread_t, tid, pid) */
 	void *altstack;          /* sigaltstack for the stack-overflow handler */
 	size_t altstack_size;
+	const void *alt_cur;     /* the kernel thread's alternate stack: NULL for its
+				  * own (altstack), else a user thread's ss_sp */
 	void (*main)(struct vp *); /* what the kernel thread runs (vp_create) */
 	_Atomic int tid;         /* kernel thread id, set by the thread itself on entry
 				  * (0 until then); read by vp_kernel_state, vp_signal */
@@ -149,6 +151,13 @@ int vp_class_self(void);
 void vp_set_sigmask(uint64_t mask);
 /* The calling kernel thread's blocked set. */
 uint64_t vp_get_sigmask(void);
+/* The kernel's sigaltstack on the calling kernel thread (-1 and errno). */
+int vp_sigaltstack(const stack_t *ss, stack_t *old);
+/* Give the calling VP's kernel thread the alternate stack ss (a user
+ * thread's, its ss_sp not NULL) or, with ss NULL, the VP's own (the
+ * overflow handler's), unless it has it already (vp->alt_cur).  0, or -1
+ * and errno (the kernel's: EINVAL, ENOMEM, EPERM while on the current one). */
+int vp_altstack_use(struct vp *vp, const stack_t *ss);
 /* The signals pending for the calling kernel thread: its own and the process's. */
 uint64_t vp_get_sigpending(void);
 /* Take `sig`, pending and blocked, off the calling kernel thread (its own
@@ -260,6 +269,17 @@ static inline int vp_kclass(struct vp *vp)
 static inline uint64_t vp_kmask(const struct vp *vp)
 {
 	return vp->kmask;
+}
+/* The alternate stack vp's kernel thread has (vp_altstack_use): NULL for
+ * the VP's own, else a user thread's ss_sp; vp_altstack_forget makes the
+ * next vp_altstack_use install anew, whatever it finds. */
+static inline const void *vp_altstack_current(const struct vp *vp)
+{
+	return vp->alt_cur;
+}
+static inline void vp_altstack_forget(struct vp *vp)
+{
+	vp->alt_cur = (void *)-1;
 }
 static inline void vp_note_sigmask(struct vp *vp, uint64_t mask)
 {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cpuclock.h"
+#include "preempt.h"
 #include "scheduler.h"
 #include "thread.h"
 #include "ult.h"
@@ -221,6 +222,10 @@ static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct time
 		errno = EFAULT;
 		return -1;
 	}
+	/* A thread that spins reading its own CPU clock is nearly always
+	 * here, where a tick does not switch it out: a preemption put off
+	 * (a thread woken for a signal, say) is taken on the way out. */
+	preempt_point();
 	return 0;
 }
 

@@ -96,10 +96,12 @@ static void due_update(struct ult *t)
 }
 
 /* Our last signal has been taken: its overrun, and those of the expiries
- * while it was pending, are what timer_getoverrun reports. */
+ * while it was pending, are what timer_getoverrun reports.  Pending: on
+ * the kernel, or claimed by the process and not yet taken (sigroute.c). */
 static void overrun_settle(struct cputimer *ct)
 {
-	if (ct->queued && !(vp_get_sigpending() & (1ull << (ct->signo - 1)))) {
+	uint64_t pend = vp_get_sigpending() | atomic_load_explicit(&sig_claims, memory_order_acquire);
+	if (ct->queued && !(pend & (1ull << (ct->signo - 1)))) {
 		ct->queued = false;
 		ct->overrun_last = sat((int64_t)ct->overrun_queued + ct->overrun_more);
 		ct->overrun_more = 0;

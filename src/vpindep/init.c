@@ -285,8 +285,11 @@ int ppl_runtime_start(void)
 			spin_unlock(&ppl_rt.lock);
 			return EAGAIN;
 		}
+		sig_alt_adopt(m);   /* the alternate stack main set up, if any */
 		vp_adopt(&v0->vp);
 		sig_vp_init(v0);   /* the mask its kernel thread has: main's */
+		if (m->alt.ss_sp != NULL)
+			sig_alt_switch(m, v0);
 		/* Whatever the program blocked while it was single-threaded. */
 		m->sigmask = vp_get_sigmask();
 		sig_adopt_pending(m);

@@ -28,7 +28,9 @@ bool sig_has_handler(int sig);
 /* A new thread inherits its creator's mask, with nothing pending. */
 void sig_thread_init(struct ult *t, const struct ult *creator);
 
-/* signal.c: *si to thread t through the kernel's queue (0 or errno). */
+/* signal.c: *si to thread t through the kernel's queue (0 or errno), its
+ * si_errno set to this mark (the trampoline clears it). */
+#define SIG_DIRECT_MARK 0x70706c44   /* "ppl" D */
 int sig_queue_ult(struct ult *t, siginfo_t *si);
 
 /* The main thread's kernel thread becomes VP 0: its pending signals become the thread's. */
@@ -69,6 +71,13 @@ void sig_claims_fork_child(void);
 /* sigaction.c: the signals the kernel runs the trampoline for. */
 uint64_t sig_wrapped_set(void);
 
+/* sigaltstack.c: a new thread has no alternate stack; the main thread
+ * keeps the one its kernel thread had (before vp_adopt); install self's
+ * (or the VP's own) on v's kernel thread. */
+void sig_alt_init(struct ult *t);
+void sig_alt_adopt(struct ult *m);
+void sig_alt_switch(struct ult *self, struct vproc *v);
+
 /* affinity.c: on v's kernel thread, give it CPU set c (NULL: the process's). */
 void sched_cpus_install(struct vproc *v, const struct cpus *c);
 /* Give v's kernel thread the CPU set t must run on as t resumes there: a
@@ -86,21 +95,24 @@ static inline void sched_cpus_sync(const struct ult *t, struct vproc *v, bool st
 }
 
 /* Called by a user thread each time it resumes: give its kernel thread its
- * scheduling class, CPU set and signal mask if its VP has others, and
- * raise what is pending for it. */
+ * scheduling class, CPU set, alternate signal stack and signal mask if
+ * its VP has others, and raise what is pending for it. */
 static inline void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	sched_cpus_sync(self, v, false);
 	sched_class_sync(self, v);
+	if (ppl_unlikely(self->alt.ss_sp != vp_altstack_current(&v->vp)))
+		sig_alt_switch(self, v);
 	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
 			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
 }
 
-/* PPL_PROCESS_SIGNALS=thread: process-directed signals run in a user thread
- * that takes them (sigroute.c); vp (the default): on the VP that took them. */
+/* PPL_PROCESS_SIGNALS=thread (the default): process-directed signals run
+ * in a user thread that takes them (sigroute.c); vp: on the VP that took
+ * them. */
 extern bool ppl_env_sigroute PPL_HIDDEN;
 
 #endif

@@ -69,10 +69,15 @@ static struct sigaction wrapped_action(const struct sigaction *a)
 }
 
 /* A signal sent to this kernel thread for the thread it runs: tgkill from
- * this process (pthread_kill, raise), or the kernel's
- * own for the call the thread made (SIGPIPE, SIGXFSZ). */
-static bool directed_here(int sig, const siginfo_t *si)
+ * this process (pthread_kill, raise), sig_queue_ult's (pthread_sigqueue, a
+ * SIGEV_THREAD_ID timer: marked), or the kernel's own for the call the
+ * thread made (SIGPIPE, SIGXFSZ). */
+static bool directed_here(int sig, siginfo_t *si)
 {
+	if (si->si_errno == SIG_DIRECT_MARK && (si->si_code == SI_QUEUE || si->si_code == SI_TIMER)) {
+		si->si_errno = 0;   /* the application sees what the kernel would give */
+		return true;
+	}
 	if (si->si_pid != vp_process_id())
 		return false;
 	if (si->si_code == SI_TKILL)

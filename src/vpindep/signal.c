@@ -122,6 +122,8 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	t->sigmask = creator->foreign ? vp_get_sigmask() & ~SIG_UNBLOCKABLE : creator->sigmask;
 	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->sig_done, false, memory_order_relaxed);
+	sig_alt_init(t);   /* NPTL: a new thread has no alternate stack */
 }
 
 void sig_thread_mask(struct ult *t, const sigset_t *set)
@@ -295,6 +297,9 @@ int sig_queue_ult(struct ult *t, siginfo_t *si)
 	} else {
 		tid = vp_gettid();
 	}
+	/* Marked, so that the trampoline runs it there and does not take it
+	 * for a signal of the process's (sigaction.c). */
+	si->si_errno = SIG_DIRECT_MARK;
 	if (vp_kthread_sigqueue(tid, si->si_signo, si) != 0)
 		return errno;
 	return 0;
@@ -422,6 +427,8 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 		if (r > 0)
 			break;
 		r = sys_sigtimedwait(set, &si, ts);
+		if (r > 0 && si.si_errno == SIG_DIRECT_MARK)
+			si.si_errno = 0;   /* sig_queue_ult's mark: not the application's */
 		void *target = r > 0 ? vp_poke_target(&si) : NULL;
 		if (target == NULL)
 			break;

@@ -33,9 +33,9 @@
  *    unblocks it or waits for it.
  *
  * A standard signal claimed again before it is taken merges with the
- * claim, as the kernel merges a pending one.  A real-time one is not
- * taken off the kernel by the catcher while claimed (its queue stays in
- * the kernel); one a VP takes then merges. */
+ * claim, as the kernel merges a pending one.  A real-time one is queued:
+ * each instance is a claim of its own, with its siginfo (si_value), taken
+ * once, oldest first, as the kernel queues them. */
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -57,23 +57,55 @@ static inline uint64_t bit(int sig)
 	return 1ULL << (sig - 1);
 }
 
-bool ppl_env_sigroute PPL_HIDDEN = false;
+bool ppl_env_sigroute PPL_HIDDEN = true;
 _Atomic uint64_t sig_claims;                  /* signals claimed, not yet taken */
+
+/* One claimed instance of a signal, as the kernel gave it. */
+struct inst {
+	siginfo_t si;
+	struct inst *next;
+};
+
+#define INST_CHUNK 65536   /* bytes of instances mapped at a time */
+
 static struct {
-	siginfo_t info[65];                   /* as the kernel gave it; stable while claimed */
+	spin_t lock;                          /* the instance queues and spares */
+	struct inst *head[65], *tail[65];     /* claimed instances, oldest first;
+					       * bit sig-1 of sig_claims: head != NULL */
+	struct inst *spare;                   /* unused instances */
 	struct ult *_Atomic target[65];       /* who takes it; NULL: anyone */
 	_Atomic unsigned seq[65];             /* claims made, for the catcher's look */
 	unsigned seen[65];                    /* the catcher's last look */
 	_Atomic int catcher_tid;              /* 0: none yet */
 	_Atomic bool catcher_started;
-	_Atomic uint64_t catcher_skips;       /* claimed signals the catcher does not wait for */
 } rt;
+
+/* A spare instance, with rt.lock held; NULL if no memory can be had.  The
+ * lock is dropped around the mapping (a system call, rare). */
+static struct inst *inst_get(void)
+{
+	while (rt.spare == NULL) {
+		spin_unlock(&rt.lock);
+		struct inst *chunk = vp_mem_map(INST_CHUNK);
+		spin_lock(&rt.lock);
+		if (chunk == NULL)
+			return NULL;
+		for (size_t i = 0; i < INST_CHUNK / sizeof *chunk; i++) {
+			chunk[i].next = rt.spare;
+			rt.spare = &chunk[i];
+		}
+	}
+	struct inst *i = rt.spare;
+	rt.spare = i->next;
+	return i;
+}
 
 /* t may take sig now (or run it where it runs): it exists, runs or may
  * run, and does not block it (or waits for it in sigwait). */
 static bool takes(struct ult *t, uint64_t b)
 {
-	if (t->foreign || t->fork_gen != ppl_rt.fork_gen)
+	if (t->foreign || t->fork_gen != ppl_rt.fork_gen ||
+	    atomic_load_explicit(&t->sig_done, memory_order_seq_cst))
 		return false;
 	int st = atomic_load_explicit(&t->state, memory_order_acquire);
 	if (st == ULT_RUNNING) {
@@ -135,16 +167,44 @@ static struct ult *choose(uint64_t b, struct ult *here)
 static void claim(int sig, const siginfo_t *si, struct ult *to)
 {
 	uint64_t b = bit(sig);
-	if (atomic_load_explicit(&sig_claims, memory_order_acquire) & b)
-		return;   /* merges with the claim there is */
-	rt.info[sig] = *si;
+	spin_lock(&rt.lock);
+	if (rt.head[sig] != NULL && sig < 32) {
+		spin_unlock(&rt.lock);
+		return;   /* a standard signal merges with the claim there is */
+	}
+	struct inst *i = inst_get();
+	if (i == NULL) {
+		spin_unlock(&rt.lock);
+		return;   /* no memory: lost, as the kernel's queue over its limit */
+	}
+	if (rt.head[sig] != NULL && sig < 32) {
+		/* Claimed meanwhile (inst_get may drop the lock): merges. */
+		i->next = rt.spare;
+		rt.spare = i;
+		spin_unlock(&rt.lock);
+		return;
+	}
+	i->si = *si;
+	i->next = NULL;
+	if (rt.tail[sig] != NULL)
+		rt.tail[sig]->next = i;
+	else
+		rt.head[sig] = i;
+	rt.tail[sig] = i;
 	atomic_store_explicit(&rt.target[sig], to, memory_order_relaxed);
 	atomic_fetch_add_explicit(&rt.seq[sig], 1, memory_order_relaxed);
-	if (atomic_fetch_or_explicit(&sig_claims, b, memory_order_seq_cst) & b)
-		return;
+	bool first = !(atomic_fetch_or_explicit(&sig_claims, b, memory_order_seq_cst) & b);
+	spin_unlock(&rt.lock);
 	int tid = atomic_load_explicit(&rt.catcher_tid, memory_order_acquire);
-	if (tid != 0 && tid != vp_gettid())
+	if (first && tid != 0 && tid != vp_gettid())
 		vp_kthread_kill(tid, CATCHER_WAKE);   /* time the claim */
+	/* The target may have stopped taking signals as it was chosen (it
+	 * exits: ult_finish sets sig_done, then looks at the claims; the claim
+	 * is published before this look, so one of the two sees the other). */
+	if (to != NULL && !takes(to, b)) {
+		to = choose(b, NULL);
+		atomic_store_explicit(&rt.target[sig], to, memory_order_relaxed);
+	}
 	if (to != NULL)
 		nudge(to, sig);
 }
@@ -202,17 +262,22 @@ bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting)
 		if (!mine(self, sig))
 			return false;
 	}
-	siginfo_t info = rt.info[sig];   /* stable while the bit is set */
-	if (!(atomic_fetch_and_explicit(&sig_claims, ~b, memory_order_acq_rel) & b))
-		return false;
-	if (si != NULL)
-		*si = info;
-	/* The catcher leaves a claimed signal in the kernel: wait for it again. */
-	if (atomic_load_explicit(&rt.catcher_skips, memory_order_acquire) & b) {
-		int tid = atomic_load_explicit(&rt.catcher_tid, memory_order_acquire);
-		if (tid != 0)
-			vp_kthread_kill(tid, CATCHER_WAKE);
+	spin_lock(&rt.lock);
+	struct inst *i = rt.head[sig];
+	if (i == NULL) {
+		spin_unlock(&rt.lock);
+		return false;   /* taken meanwhile */
 	}
+	rt.head[sig] = i->next;
+	if (i->next == NULL) {
+		rt.tail[sig] = NULL;
+		atomic_fetch_and_explicit(&sig_claims, ~b, memory_order_seq_cst);
+	}
+	if (si != NULL)
+		*si = i->si;
+	i->next = rt.spare;
+	rt.spare = i;
+	spin_unlock(&rt.lock);
 	return true;
 }
 
@@ -292,12 +357,7 @@ static void catcher_main(void *arg)
 	int64_t next_look = 0;
 	for (;;) {
 		uint64_t claimed = atomic_load_explicit(&sig_claims, memory_order_acquire);
-		/* Real-time signals stay queued in the kernel while one is claimed. */
-		uint64_t skip = claimed & ~((1ULL << 31) - 1);
-		atomic_store_explicit(&rt.catcher_skips, skip, memory_order_seq_cst);
-		if ((atomic_load_explicit(&sig_claims, memory_order_seq_cst) & skip) != skip)
-			continue;   /* taken meanwhile: its taker may not have seen skips */
-		uint64_t want = (sig_wrapped_set() & ~skip) | bit(CATCHER_WAKE);
+		uint64_t want = sig_wrapped_set() | bit(CATCHER_WAKE);
 		int64_t now = mono_ns();
 		if (claimed == 0)
 			next_look = 0;
@@ -341,9 +401,17 @@ void sig_catcher_wake(void)
 
 void sig_claims_fork_child(void)
 {
-	/* Pending signals are not inherited, and the catcher did not survive. */
+	/* Pending signals are not inherited, and the catcher did not survive.
+	 * The instances the parent had claimed are spares in the child. */
 	atomic_store_explicit(&sig_claims, 0, memory_order_relaxed);
+	spin_init(&rt.lock);
+	for (int sig = 1; sig < 65; sig++) {
+		if (rt.tail[sig] != NULL) {
+			rt.tail[sig]->next = rt.spare;
+			rt.spare = rt.head[sig];
+		}
+		rt.head[sig] = rt.tail[sig] = NULL;
+	}
 	atomic_store_explicit(&rt.catcher_tid, 0, memory_order_relaxed);
 	atomic_store_explicit(&rt.catcher_started, false, memory_order_relaxed);
-	atomic_store_explicit(&rt.catcher_skips, 0, memory_order_relaxed);
 }

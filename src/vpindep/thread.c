@@ -435,7 +435,9 @@ void ppl_pthread_exit(void *result)
 _Noreturn void ult_finish(struct ult *self)
 {
 	self->landing = NULL;
-	/* Still a thread that may take a signal of the process's. */
+	/* No longer a thread a claim of the process's is given to (sigroute.c):
+	 * a claim made before this is seen here, one made after sees it. */
+	atomic_store_explicit(&self->sig_done, true, memory_order_seq_cst);
 	if (ppl_unlikely(atomic_load_explicit(&sig_claims, memory_order_seq_cst) != 0) &&
 	    !self->foreign)
 		sig_take_claims(self, false);

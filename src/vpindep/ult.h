@@ -106,6 +106,9 @@ struct ult {
 				    * code where it may not be switched out (the C
 				    * library's), or 0 (preempt.c) */
 	bool sig_yielding;         /* yields after a handler it took (sigroute.c) */
+	_Atomic bool sig_done;     /* exiting: takes no more claims of the process's */
+	stack_t alt;               /* its sigaltstack (ss_sp NULL: none), installed on
+				    * its VP's kernel thread while it runs (sigaltstack.c) */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
