@@ -3,6 +3,9 @@
 #ifndef PPL_H
 #define PPL_H
 
+#include <pthread.h>
+#include <stdarg.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,6 +18,37 @@ int ppl_vp_count(void);
 int ppl_current_vp(void);
 /* Print the scheduler counters (as PPL_STATS=1 does at exit) to stderr. */
 void ppl_stats_print(void);
+
+/* ---- typed-argument threads (libppl-ffi: link with -lppl-ffi) ----------------
+ * ppl_spawn starts a thread running fn with the arguments that follow sig,
+ * and keeps fn's return value for ppl_join_typed.  sig lists the argument
+ * types, then optionally '>' and the return type (none, or "v": void):
+ *   c C  signed/unsigned char     s S  short        i I  int
+ *   l L  long                     q Q  int64_t      z    size_t
+ *   p    pointer                  f    float        d    double
+ *   D    long double              {...} a struct of the types inside
+ * A struct argument is passed as a pointer to it (its value is copied);
+ * the others as the C expressions of their types.  Example:
+ *   ppl_spawn(&t, NULL, hypot3, "ddi>d", 1.5, 2.5, 3);
+ *   double r; ppl_join_typed(t, &r);
+ * EINVAL: sig does not parse (or th, fn, sig NULL); else pthread_create's
+ * errors.  A detached thread (attr) discards its return value. */
+int ppl_spawn(pthread_t *th, const pthread_attr_t *attr, void *fn, const char *sig, ...);
+int ppl_vspawn(pthread_t *th, const pthread_attr_t *attr, void *fn, const char *sig,
+	       va_list ap);
+/* Joins th, a joinable thread of ppl_spawn, storing fn's return value
+ * (exactly its type's size) at *ret unless ret is NULL.  EINVAL: th was
+ * not made by ppl_spawn (or is joined already); ECANCELED: fn did not
+ * return (cancelled, pthread_exit), *ret untouched; else pthread_join's
+ * errors (then th is still joinable here). */
+int ppl_join_typed(pthread_t th, void *ret);
+#ifdef LIBFFI_H
+/* The same for a call interface the caller prepared (ffi_prep_cif), which
+ * must stay valid until the thread is joined; args[i] points to the i-th
+ * argument's value, copied before the call returns. */
+int ppl_spawn_cif(pthread_t *th, const pthread_attr_t *attr, ffi_cif *cif, void *fn,
+		  void **args);
+#endif
 
 #ifdef __cplusplus
 }
