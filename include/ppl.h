@@ -19,6 +19,24 @@ int ppl_current_vp(void);
 /* Print the scheduler counters (as PPL_STATS=1 does at exit) to stderr. */
 void ppl_stats_print(void);
 
+/* ---- moving threads between VPs (docs/ppl-api.md) ---------------------------
+ * vp is a VP id, 0 <= vp < ppl_vp_count().  Errors: EINVAL (no such VP, or
+ * the runtime has not started), ESRCH (th has ended or is exiting), EPERM
+ * (th cannot leave its kernel thread: a bound PTHREAD_SCOPE_SYSTEM thread,
+ * a kernel thread libppl did not create, the main thread when TLS is shared
+ * per VP).  A ready thread moves at once, a parked one when it is woken,
+ * one running on another VP at its next switch; the caller itself returns
+ * on vp (ppl_current_vp() == vp). */
+/* Move th to vp: it runs there next, then may be stolen as any thread (a
+ * pinned thread stays pinned, to vp). */
+int ppl_migrate(pthread_t th, int vp);
+/* Keep th on vp until ppl_unpin; over the VP its CPU affinity chose. */
+int ppl_pin(pthread_t th, int vp);
+/* Undo ppl_pin: th goes where its affinity says, or anywhere. */
+int ppl_unpin(pthread_t th);
+/* The VP th is pinned to, -1 if none, -ESRCH if th has ended. */
+int ppl_pinned(pthread_t th);
+
 /* ---- typed-argument threads (libppl-ffi: link with -lppl-ffi) ----------------
  * ppl_spawn starts a thread running fn with the arguments that follow sig,
  * and keeps fn's return value for ppl_join_typed.  sig lists the argument

@@ -125,7 +125,13 @@ struct ult {
 	struct vproc *vp;          /* VP it last ran on (valid while on a run queue) */
 	struct vproc *queued_on;   /* run queue it was last put on (sched_requeue's hint) */
 	struct vproc *home;        /* VP it must run on, or NULL: a bound thread's own
-				    * VP; VP 0 for the main thread in shared-TLS mode */
+				    * VP; VP 0 for the main thread in shared-TLS mode;
+				    * else pin, a ppl_migrate destination or aff_home
+				    * (migrate.c; changed under `lock`) */
+	struct vproc *pin;         /* ppl_pin's VP, or NULL */
+	struct vproc *aff_home;    /* the VP its CPU affinity keeps it to, or NULL */
+	bool migrating;            /* home is a ppl_migrate destination it has not
+				    * resumed on yet (sched_migrate_arrived) */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
 				    * pointer), made with the TCB and pooled with it */
@@ -472,6 +478,14 @@ void sched_prio_changed(void);
  * waits on a wait queue, queue it again there, at the back of its new
  * priority (as the kernel does for NPTL's threads and futex waiters). */
 void sched_requeue(struct ult *t);
+/* t's home changed: if it is ready on a run queue, queue it again where
+ * sched_push puts it (its new home).  t is not the caller. */
+void sched_rehome(struct ult *t);
+/* The caller resumed with `migrating` set (migrate.c): on its destination,
+ * its home goes back to its pin or affinity. */
+void sched_migrate_arrived(struct ult *self);
+/* pthread_setaffinity_np keeps t to vp (NULL: any VP), unless pinned (migrate.c). */
+void sched_affinity_home(struct ult *t, struct vproc *vp);
 /* The user's sched_yield: as sched_yield_ult, and the kernel's sched_yield
  * when no user thread of at least the caller's priority is ready. */
 void sched_yield_user(void);

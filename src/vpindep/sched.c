@@ -509,6 +509,8 @@ static inline __attribute__((always_inline)) void switch_to(struct vproc *v, str
 		/* Resumed: possibly on another VP. */
 		*errno_slot() = self->saved_errno;
 	}
+	if (ppl_unlikely(self->migrating))
+		sched_migrate_arrived(self);
 }
 
 /* Leave `self` for the next ready thread of this VP, or for its idle loop.
@@ -528,7 +530,12 @@ static void requeue(struct ult *t, bool front)
 	spin_lock(&v->rq_lock);
 	rq_insert(v, t, front);
 	spin_unlock(&v->rq_lock);
-	wake_idle_vp();
+	/* Moving to its home (affinity, ppl_migrate): only that VP may run
+	 * it, so wake that one if it sleeps; any other would not steal it. */
+	if (ppl_unlikely(t->home != NULL) && v != this_vp() && take_sleeper(v))
+		vp_resume(&v->vp);
+	else
+		wake_idle_vp();
 	monitor_note_ready();   /* v may be another VP, stuck in the kernel */
 }
 
@@ -645,12 +652,17 @@ static void requeue_waiter(struct ult *t)
 
 void sched_requeue(struct ult *t)
 {
-	struct vproc *v = t->queued_on;
 	if (atomic_load_explicit(&t->state, memory_order_acquire) != ULT_READY) {
 		requeue_waiter(t);
 		return;
 	}
-	if (v == NULL)
+	sched_rehome(t);
+}
+
+void sched_rehome(struct ult *t)
+{
+	struct vproc *v = t->queued_on;
+	if (v == NULL || atomic_load_explicit(&t->state, memory_order_acquire) != ULT_READY)
 		return;
 	spin_lock(&v->rq_lock);
 	bool found = rq_remove(v, t);

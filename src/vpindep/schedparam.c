@@ -276,8 +276,8 @@ int ppl_pthread_setaffinity_np(pthread_t th, size_t n, const cpu_set_t *set)
 	 * VP stays on VP 0 (tls.md): their kernel threads took the set. */
 	if (tid || (t->is_main && !tls_per_thread))
 		return 0;
-	t->home = vp;
-	if (t == ult_self() && vp != NULL && vp != t->vp)
+	sched_affinity_home(t, vp);
+	if (t == ult_self() && t->home != NULL && t->home != t->vp)
 		sched_yield_ult();   /* moves there now */
 	return 0;
 }

@@ -50,7 +50,8 @@ static struct ult *tcb_get(void)
 	t->foreign = t->is_main = t->bound = t->sys_scope = false;
 	t->vp = NULL;
 	t->queued_on = NULL;
-	t->home = NULL;
+	t->home = t->pin = t->aff_home = NULL;
+	t->migrating = false;
 	/* A foreign thread's until it says otherwise. */
 	ult_set_sched(t, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
 	t->saved_errno = 0;
@@ -256,6 +257,8 @@ static void ult_entry(void *arg)
 	}
 	if (t->bound)
 		sched_affinity_bound(t, true);
+	if (ppl_unlikely(t->migrating))   /* ppl_migrate'd before it ran */
+		sched_migrate_arrived(t);
 	jmp_buf landing;
 	if (setjmp(landing) == 0) {
 		unwind_set_landing(t, &landing);
