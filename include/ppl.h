@@ -37,6 +37,44 @@ int ppl_unpin(pthread_t th);
 /* The VP th is pinned to, -1 if none, -ESRCH if th has ended. */
 int ppl_pinned(pthread_t th);
 
+/* ---- pluggable schedulers (docs/ppl-api.md) ----------------------------------
+ * A scheduler holds the ready threads of priority 0 (SCHED_OTHER and co.)
+ * that are not pinned, bound or kept to a VP by their affinity; libppl's
+ * run queue keeps the others and runs them first.  Each up-call runs with
+ * the run-queue lock of VP `vp` (or `victim`) held: it must not block or
+ * call libppl, except ppl_sched_links and ppl_sched_getkey. */
+struct ppl_sched_ops {
+	const char *name;
+	/* t became ready on VP vp. */
+	void (*put)(int vp, pthread_t t);
+	/* The next thread put on vp, taken out, for vp to run; 0: none. */
+	pthread_t (*next)(int vp);
+	/* Optional: a thread put on victim, taken out, for the idle VP thief. */
+	pthread_t (*steal)(int thief, int victim);
+	/* Optional: take t (put on vp) out; nonzero if done (priority, key and
+	 * placement changes requeue a thread through it). */
+	int (*remove)(int vp, pthread_t t);
+	/* Optional: t parked / exited (no lock held). */
+	void (*blocked)(pthread_t t);
+	void (*exited)(pthread_t t);
+};
+/* Install a scheduler before the first pthread_create: 0, EINVAL (no put
+ * or next), EBUSY (threads exist already, or one is installed). */
+int ppl_sched_install(const struct ppl_sched_ops *ops);
+/* A built-in by name, as PPL_SCHED=name does: "fifo" (the default: per-VP
+ * FIFO, idle VPs steal), "lifo" (newest first, thieves take the oldest),
+ * "prio" (highest key first), "timestamp" (lowest key first).  EINVAL:
+ * unknown; EBUSY as ppl_sched_install. */
+int ppl_sched_use(const char *name);
+/* The scheduler's name ("fifo" when none is installed). */
+const char *ppl_sched_name(void);
+/* th's key (a priority, a time stamp; 0 at first, then the creator's):
+ * set, a ready th is queued again in its place; ESRCH if th has ended. */
+int ppl_sched_setkey(pthread_t th, long long key);
+int ppl_sched_getkey(pthread_t th, long long *key);
+/* Two link words in th's TCB that a scheduler may use while it holds th. */
+pthread_t *ppl_sched_links(pthread_t th);
+
 /* ---- typed-argument threads (libppl-ffi: link with -lppl-ffi) ----------------
  * ppl_spawn starts a thread running fn with the arguments that follow sig,
  * and keeps fn's return value for ppl_join_typed.  sig lists the argument

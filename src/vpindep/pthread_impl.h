@@ -132,6 +132,8 @@ struct ult {
 	struct vproc *aff_home;    /* the VP its CPU affinity keeps it to, or NULL */
 	bool migrating;            /* home is a ppl_migrate destination it has not
 				    * resumed on yet (sched_migrate_arrived) */
+	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
+	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
 				    * pointer), made with the TCB and pooled with it */
@@ -290,6 +292,12 @@ struct vproc {
 				    * VP's kernel thread, or NULL (cancel.c) */
 	void (*cp_undo)(void *);   /* its cancel_syscall_enter arguments */
 	void *cp_arg;
+
+	/* the installed scheduler's threads queued here (schedplug.c), under
+	 * rq_lock; they count in rq_len too */
+	struct ult *plug_head, *plug_tail;
+	long plug_len;
+	int64_t plug_null_since;   /* its next() has returned none since, or 0 */
 
 	struct {                   /* PPL_STATS counters, owned by this VP */
 		_Atomic unsigned long switches; /* also read by the monitor (progress) */

@@ -88,6 +88,8 @@ static inline void rq_insert(struct vproc *v, struct ult *t, bool front)
 	t->queued_on = v;
 	t->next = NULL;
 	rq_len_add(v, 1);
+	if (ppl_hook_on(PPL_HOOK_SCHED) && plug_put(v, t))
+		return;
 	if (ppl_likely(t->prio == 0)) {
 		if (front) {
 			t->next = v->rq_head;
@@ -149,8 +151,14 @@ static struct ult *rq_take_for(struct vproc *v, struct vproc *self, int min)
 		rq_len_add(v, -1);
 		return t;
 	}
-	if (min > 0 || (pp = list_find(&v->rq_head, self)) == NULL)
+	if (min > 0)
 		return NULL;
+	if ((pp = list_find(&v->rq_head, self)) == NULL) {
+		struct ult *t = ppl_hook_on(PPL_HOOK_SCHED) ? plug_take(v, self) : NULL;
+		if (t)
+			rq_len_add(v, -1);
+		return t;
+	}
 	struct ult *prev = pp == &v->rq_head ? NULL :
 			   (struct ult *)((char *)pp - offsetof(struct ult, next));
 	struct ult *t = list_unlink(pp);
@@ -163,6 +171,12 @@ static struct ult *rq_take_for(struct vproc *v, struct vproc *self, int min)
 /* Take t off v's queue if it is there (caller holds v->rq_lock). */
 static bool rq_remove(struct vproc *v, struct ult *t)
 {
+	if (ppl_hook_on(PPL_HOOK_SCHED) && t->plug_queued) {
+		bool found = plug_remove(v, t);
+		if (found)
+			rq_len_add(v, -1);
+		return found;
+	}
 	for (struct ult **pp = &v->rt_head; *pp; pp = &(*pp)->next)
 		if (*pp == t) {
 			list_unlink(pp);
@@ -186,8 +200,11 @@ static bool rq_remove(struct vproc *v, struct ult *t)
  * real-time thread queued, without rq_take_for's search. */
 static inline struct ult *rq_take(struct vproc *v)
 {
-	if (ppl_hook_on(PPL_HOOK_SEED))
+	if (ppl_hook_on(PPL_HOOK_SEED | PPL_HOOK_SCHED)) {
+		if (ppl_hooks & PPL_HOOK_SCHED)   /* the installed scheduler's turn */
+			return rq_take_for(v, NULL, 0);
 		detsched_pick(v);
+	}
 	struct ult *t = v->rq_head;
 	if (ppl_unlikely(v->rt_head != NULL) || t == NULL)
 		return rq_take_for(v, NULL, 0);
@@ -555,6 +572,27 @@ static void unlock_cb(void *lock)
 	wake_idle_vp();
 }
 
+/* yield_min with a scheduler installed (v->rq_lock held): the caller is
+ * put back first, so that the scheduler may pick it again (a time stamp
+ * still the lowest). */
+static __attribute__((noinline)) bool plug_yield(struct vproc *v, struct ult *self, bool front)
+{
+	atomic_store_explicit(&self->state, ULT_READY, memory_order_relaxed);
+	rq_insert(v, self, front);
+	struct ult *next = rq_take(v);
+	if (next == self || next == NULL) {
+		if (next == NULL)   /* it cannot be: self was just put there */
+			ppl_fatal("scheduler '%s': next(%d) lost the thread that yielded",
+				  ppl_sched_name_hidden(), v->vp.id);
+		atomic_store_explicit(&self->state, ULT_RUNNING, memory_order_relaxed);
+		spin_unlock(&v->rq_lock);
+		return false;
+	}
+	switch_to(v, self, next, unlock_cb, &v->rq_lock);
+	sig_resumed(self);
+	return true;
+}
+
 /* v: the caller's VP, not NULL. */
 static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int min, bool front)
 {
@@ -574,6 +612,8 @@ static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int
 		 * invisible to thieves until unlock_cb releases it, after the
 		 * switch. */
 		spin_lock(&v->rq_lock);
+		if (ppl_hook_on(PPL_HOOK_SCHED) && min == 0)
+			return plug_yield(v, self, front);
 		next = min == 0 ? rq_take(v) : rq_take_for(v, NULL, min);
 		if (next == NULL) {
 			spin_unlock(&v->rq_lock);
@@ -814,6 +854,8 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	ppl_trace(TR_PARK, self->id, q ? (uintptr_t)q : (uintptr_t)lock);
+	if (ppl_hook_on(PPL_HOOK_SCHED))
+		plug_blocked(self);
 	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, lock, deadline };
 	switch_away(v, self, park_cb, &r);
@@ -881,6 +923,8 @@ int sched_sleep_until(int64_t deadline)
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	ppl_trace(TR_PARK, self->id, 0);
+	if (ppl_hook_on(PPL_HOOK_SCHED))
+		plug_blocked(self);
 	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, NULL, deadline };
 	switch_away(v, self, park_cb, &r);
@@ -924,6 +968,8 @@ _Noreturn void sched_exit(struct ult *self)
 	ppl_assert(v != NULL);
 	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_relaxed);
 	ppl_trace(TR_EXIT, self->id, 0);
+	if (ppl_hook_on(PPL_HOOK_SCHED))
+		plug_exited(self);
 	switch_away(v, self, exit_cb, self);
 	ppl_fatal("an exited thread was resumed");
 }

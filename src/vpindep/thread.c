@@ -384,6 +384,10 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
 	*out = (pthread_t)t;
+	/* The creator's scheduler key: a simulation's new thread starts at
+	 * its creator's time (schedplug.c). */
+	struct ult *creator = ult_self_peek();
+	t->sched_key = creator ? creator->sched_key : 0;
 	t->sys_scope = at.scope == PTHREAD_SCOPE_SYSTEM;
 	if (t->sys_scope && ppl_env_system_bound) {
 		err = ppl_bind_new_vp(t);
