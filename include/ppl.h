@@ -39,8 +39,10 @@ int ppl_pinned(pthread_t th);
 
 /* ---- pluggable schedulers (docs/ppl-api.md) ----------------------------------
  * A scheduler holds the ready threads of priority 0 (SCHED_OTHER and co.)
- * that are not pinned, bound or kept to a VP by their affinity; libppl's
- * run queue keeps the others and runs them first.  Each up-call runs with
+ * but bound ones; libppl's run queue keeps the others and runs them first.
+ * steal must not return a thread pinned (or kept by its affinity) to its
+ * VP: ppl_sched_links(t) tells nothing of that, so a program's steal
+ * should leave threads it was given with ppl_pinned(t) >= 0 alone.  Each up-call runs with
  * the run-queue lock of VP `vp` (or `victim`) held: it must not block or
  * call libppl, except ppl_sched_links and ppl_sched_getkey. */
 struct ppl_sched_ops {

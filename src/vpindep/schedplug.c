@@ -1,9 +1,10 @@
 /* Pluggable schedulers (Ariadne's customization layer): ppl_sched_install,
  * ppl_sched_use, PPL_SCHED, ppl_sched_setkey.
  *
- * The installed scheduler holds the ready threads of priority 0 that have
- * no home VP; the run queue (sched.c) keeps the rest (real-time priorities,
- * pinned, bound and affinity-kept threads), goes first to its own lists
+ * The installed scheduler holds the ready threads of priority 0 queued on
+ * their home VP or without one; the run queue (sched.c) keeps the rest
+ * (real-time priorities, bound threads, threads on their way to their
+ * home), goes first to its own lists
  * and asks the scheduler through three calls (plug_put, plug_take,
  * plug_remove), always holding the run-queue lock of the VP concerned.  So
  * a scheduler's per-VP state needs no lock of its own.  None installed
@@ -70,14 +71,6 @@ static struct ult *pop_front(struct vproc *v)
 	return t;
 }
 
-static struct ult *pop_back(struct vproc *v)
-{
-	struct ult *t = v->plug_tail;
-	if (t)
-		unlink_one(v, t);
-	return t;
-}
-
 static bool remove_any(struct vproc *v, struct ult *t)
 {
 	for (struct ult *u = v->plug_head; u; u = u->next)
@@ -116,14 +109,25 @@ static void stamp_put(struct vproc *v, struct ult *t)
 	ordered_put(v, t, -1);
 }
 
+/* Thieves take only threads without a home (pinned ones stay). */
 static struct ult *steal_back(struct vproc *thief, struct vproc *v)
 {
-	return pop_back(v);
+	struct ult *t = v->plug_tail;
+	while (t && t->home)
+		t = t->prev;
+	if (t)
+		unlink_one(v, t);
+	return t;
 }
 
 static struct ult *steal_front(struct vproc *thief, struct vproc *v)
 {
-	return pop_front(v);
+	struct ult *t = v->plug_head;
+	while (t && t->home)
+		t = t->next;
+	if (t)
+		unlink_one(v, t);
+	return t;
 }
 
 static const struct plug builtins[] = {
@@ -158,7 +162,7 @@ static bool user_remove(struct vproc *v, struct ult *t)
 
 bool plug_put(struct vproc *v, struct ult *t)
 {
-	if (t->prio != 0 || t->home != NULL || v->dedicated)
+	if (t->prio != 0 || (t->home != NULL && t->home != v) || v->dedicated)
 		return false;
 	t->plug_queued = true;
 	v->plug_len++;
@@ -189,7 +193,8 @@ struct ult *plug_take(struct vproc *v, struct vproc *thief)
 		return NULL;
 	}
 	if (ult_stale(t) || !t->plug_queued || t->queued_on != v ||
-	    atomic_load_explicit(&t->state, memory_order_relaxed) != ULT_READY)
+	    atomic_load_explicit(&t->state, memory_order_relaxed) != ULT_READY ||
+	    (thief && t->home != NULL))
 		ppl_fatal("scheduler '%s': %s(%d) returned thread %lu, which is not ready there",
 			  plug.name, thief ? "steal" : "next", v->vp.id, ult_stale(t) ? 0 : t->id);
 	t->plug_queued = false;
