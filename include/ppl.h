@@ -44,7 +44,7 @@ int ppl_pinned(pthread_t th);
  * VP: ppl_sched_links(t) tells nothing of that, so a program's steal
  * should leave threads it was given with ppl_pinned(t) >= 0 alone.  Each up-call runs with
  * the run-queue lock of VP `vp` (or `victim`) held: it must not block or
- * call libppl, except ppl_sched_links and ppl_sched_getkey. */
+ * call libppl, except ppl_pinned, ppl_sched_links and ppl_sched_getkey. */
 struct ppl_sched_ops {
 	const char *name;
 	/* t became ready on VP vp. */
