@@ -77,6 +77,7 @@ int ppl_sched_getkey(pthread_t th, long long *key);
 /* Two link words in th's TCB that a scheduler may use while it holds th. */
 pthread_t *ppl_sched_links(pthread_t th);
 
+/* BEGIN libppl-ffi: these are in libppl-ffi.so, not libppl.so */
 /* ---- typed-argument threads (libppl-ffi: link with -lppl-ffi) ----------------
  * ppl_spawn starts a thread running fn with the arguments that follow sig,
  * and keeps fn's return value for ppl_join_typed.  sig lists the argument
@@ -107,6 +108,7 @@ int ppl_join_typed(pthread_t th, void *ret);
 int ppl_spawn_cif(pthread_t *th, const pthread_attr_t *attr, ffi_cif *cif, void *fn,
 		  void **args);
 #endif
+/* END libppl-ffi */
 
 #ifdef __cplusplus
 }

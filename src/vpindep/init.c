@@ -422,6 +422,9 @@ void ppl_runtime_fork_child(void)
 	v->vp.id = 0;
 	spin_init(&v->rq_lock);
 	v->rq_head = v->rq_tail = v->rt_head = NULL;
+	v->plug_head = v->plug_tail = NULL;   /* the installed scheduler's (schedplug.c) */
+	v->plug_len = 0;
+	v->plug_null_since = 0;
 	atomic_store_explicit(&v->rq_len, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->rq_top, 0, memory_order_relaxed);
 	atomic_store_explicit(&ppl_rt.rt_ready, 0, memory_order_relaxed);
@@ -461,5 +464,8 @@ void ppl_runtime_fork_child(void)
 	/* Only the main thread with shared TLS is tied to a VP: the one that
 	 * holds the process's original block, which is now this one. */
 	self->home = (!tls_per_thread && self->is_main) ? v : NULL;
+	/* Its pin and affinity VP may name VPs that are gone (migrate.c). */
+	self->pin = self->aff_home = NULL;
+	self->migrating = false;
 	atomic_store_explicit(&ppl_rt.started, 2, memory_order_release);
 }

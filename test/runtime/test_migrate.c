@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -348,6 +349,36 @@ static void errors(void)
 	pthread_attr_destroy(&a);
 }
 
+/* A pinned thread forks: the child's only VP is VP 0, so its pin (to a
+ * VP the child does not have) is dropped, and it runs on. */
+static void *child_thread(void *arg)
+{
+	return arg;
+}
+
+static void forked(void)
+{
+	assert_int_equal(ppl_pin(pthread_self(), 2), 0);
+	assert_int_equal(ppl_current_vp(), 2);
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		pthread_t t;
+		int bad = ppl_pinned(pthread_self()) != -1;
+		bad |= pthread_create(&t, NULL, child_thread, NULL) != 0;
+		bad |= pthread_join(t, NULL) != 0;
+		for (int i = 0; i < 10; i++)
+			sched_yield();
+		bad |= ppl_migrate(pthread_self(), 0) != 0;
+		_exit(bad ? 3 : 0);
+	}
+	int st = -1;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(ppl_unpin(pthread_self()), 0);
+}
+
 /* The caller pins itself: not the main thread, which cannot move when TLS
  * is shared per VP. */
 static void *body(void *fn)
@@ -381,6 +412,12 @@ static void test_errors(void **state)
 	in_thread(errors);
 }
 
+static void test_fork(void **state)
+{
+	(void)state;
+	in_thread(forked);
+}
+
 int main(void)
 {
 	alarm(60);
@@ -390,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_ready),
 		cmocka_unit_test(test_pin),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_fork),
 	};
 	if (getenv("TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
