@@ -104,12 +104,15 @@ static void move_self(struct ult *self)
 static int place(pthread_t th, int vp, bool pin)
 {
 	struct ult *t = (struct ult *)th;
-	int err = movable(t);
-	if (err)
-		return err;
+	if (ult_stale(t))
+		return ESRCH;
+	/* Before start-up the initial thread is not a user thread yet: no VP. */
 	struct vproc *v = target(vp);
 	if (v == NULL)
 		return EINVAL;
+	int err = movable(t);
+	if (err)
+		return err;
 	struct ult *self = ult_self_peek();
 	spin_lock(&t->lock);
 	if (pin || t->pin) {

@@ -29,6 +29,9 @@ static void *start_runtime(void *arg)
 static int setup(void **state)
 {
 	(void)state;
+	/* Before the first pthread_create there is no VP to go to. */
+	if (ppl_migrate(pthread_self(), 0) != EINVAL || ppl_pin(pthread_self(), 0) != EINVAL)
+		return -1;
 	pthread_t t;
 	pthread_create(&t, NULL, start_runtime, NULL);
 	pthread_join(t, NULL);
