@@ -3,6 +3,9 @@
 #ifndef PPL_H
 #define PPL_H
 
+#include <pthread.h>
+#include <stdarg.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,6 +18,97 @@ int ppl_vp_count(void);
 int ppl_current_vp(void);
 /* Print the scheduler counters (as PPL_STATS=1 does at exit) to stderr. */
 void ppl_stats_print(void);
+
+/* ---- moving threads between VPs (docs/ppl-api.md) ---------------------------
+ * vp is a VP id, 0 <= vp < ppl_vp_count().  Errors: EINVAL (no such VP, or
+ * the runtime has not started), ESRCH (th has ended or is exiting), EPERM
+ * (th cannot leave its kernel thread: a bound PTHREAD_SCOPE_SYSTEM thread,
+ * a kernel thread libppl did not create, the main thread when TLS is shared
+ * per VP).  A ready thread moves at once, a parked one when it is woken,
+ * one running on another VP at its next switch; the caller itself returns
+ * on vp (ppl_current_vp() == vp). */
+/* Move th to vp: it runs there next, then may be stolen as any thread (a
+ * pinned thread stays pinned, to vp). */
+int ppl_migrate(pthread_t th, int vp);
+/* Keep th on vp until ppl_unpin; over the VP its CPU affinity chose. */
+int ppl_pin(pthread_t th, int vp);
+/* Undo ppl_pin: th goes where its affinity says, or anywhere. */
+int ppl_unpin(pthread_t th);
+/* The VP th is pinned to, -1 if none, -ESRCH if th has ended. */
+int ppl_pinned(pthread_t th);
+
+/* ---- pluggable schedulers (docs/ppl-api.md) ----------------------------------
+ * A scheduler holds the ready threads of priority 0 (SCHED_OTHER and co.)
+ * but bound ones; libppl's run queue keeps the others and runs them first.
+ * steal must not return a thread pinned (or kept by its affinity) to its
+ * VP: ppl_sched_links(t) tells nothing of that, so a program's steal
+ * should leave threads it was given with ppl_pinned(t) >= 0 alone.  Each up-call runs with
+ * the run-queue lock of VP `vp` (or `victim`) held: it must not block or
+ * call libppl, except ppl_pinned, ppl_sched_links and ppl_sched_getkey. */
+struct ppl_sched_ops {
+	const char *name;
+	/* t became ready on VP vp. */
+	void (*put)(int vp, pthread_t t);
+	/* The next thread put on vp, taken out, for vp to run; 0: none. */
+	pthread_t (*next)(int vp);
+	/* Optional: a thread put on victim, taken out, for the idle VP thief. */
+	pthread_t (*steal)(int thief, int victim);
+	/* Optional: take t (put on vp) out; nonzero if done (priority, key and
+	 * placement changes requeue a thread through it). */
+	int (*remove)(int vp, pthread_t t);
+	/* Optional: t parked / exited (no lock held). */
+	void (*blocked)(pthread_t t);
+	void (*exited)(pthread_t t);
+};
+/* Install a scheduler before the first pthread_create: 0, EINVAL (no put
+ * or next), EBUSY (threads exist already, or one is installed). */
+int ppl_sched_install(const struct ppl_sched_ops *ops);
+/* A built-in by name, as PPL_SCHED=name does: "fifo" (the default: per-VP
+ * FIFO, idle VPs steal), "lifo" (newest first, thieves take the oldest),
+ * "prio" (highest key first), "timestamp" (lowest key first).  EINVAL:
+ * unknown; EBUSY as ppl_sched_install. */
+int ppl_sched_use(const char *name);
+/* The scheduler's name ("fifo" when none is installed). */
+const char *ppl_sched_name(void);
+/* th's key (a priority, a time stamp; 0 at first, then the creator's):
+ * set, a ready th is queued again in its place; ESRCH if th has ended. */
+int ppl_sched_setkey(pthread_t th, long long key);
+int ppl_sched_getkey(pthread_t th, long long *key);
+/* Two link words in th's TCB that a scheduler may use while it holds th. */
+pthread_t *ppl_sched_links(pthread_t th);
+
+/* BEGIN libppl-ffi: these are in libppl-ffi.so, not libppl.so */
+/* ---- typed-argument threads (libppl-ffi: link with -lppl-ffi) ----------------
+ * ppl_spawn starts a thread running fn with the arguments that follow sig,
+ * and keeps fn's return value for ppl_join_typed.  sig lists the argument
+ * types, then optionally '>' and the return type (none, or "v": void):
+ *   c C  signed/unsigned char     s S  short        i I  int
+ *   l L  long                     q Q  int64_t      z    size_t
+ *   p    pointer                  f    float        d    double
+ *   D    long double              {...} a struct of the types inside
+ * A struct argument is passed as a pointer to it (its value is copied);
+ * the others as the C expressions of their types.  Example:
+ *   ppl_spawn(&t, NULL, hypot3, "ddi>d", 1.5, 2.5, 3);
+ *   double r; ppl_join_typed(t, &r);
+ * EINVAL: sig does not parse (or th, fn, sig NULL); else pthread_create's
+ * errors.  A detached thread (attr) discards its return value. */
+int ppl_spawn(pthread_t *th, const pthread_attr_t *attr, void *fn, const char *sig, ...);
+int ppl_vspawn(pthread_t *th, const pthread_attr_t *attr, void *fn, const char *sig,
+	       va_list ap);
+/* Joins th, a joinable thread of ppl_spawn, storing fn's return value
+ * (exactly its type's size) at *ret unless ret is NULL.  EINVAL: th was
+ * not made by ppl_spawn (or is joined already); ECANCELED: fn did not
+ * return (cancelled, pthread_exit), *ret untouched; else pthread_join's
+ * errors (then th is still joinable here). */
+int ppl_join_typed(pthread_t th, void *ret);
+#ifdef LIBFFI_H
+/* The same for a call interface the caller prepared (ffi_prep_cif), which
+ * must stay valid until the thread is joined; args[i] points to the i-th
+ * argument's value, copied before the call returns. */
+int ppl_spawn_cif(pthread_t *th, const pthread_attr_t *attr, ffi_cif *cif, void *fn,
+		  void **args);
+#endif
+/* END libppl-ffi */
 
 #ifdef __cplusplus
 }

@@ -130,7 +130,7 @@ static void thread_take(struct ult *t, const struct cpus *c)
 	atomic_store_explicit(&t->cpus, c, memory_order_relaxed);
 	atomic_store_explicit(&t->kcpus, kc, memory_order_release);
 	if (!t->bound && !t->foreign && !(t->is_main && !tls_per_thread))
-		t->home = home_of(kc);
+		sched_affinity_home(t, home_of(kc));   /* a ppl_pin still wins (migrate.c) */
 }
 
 void affinity_inherit(struct ult *t, const struct ult *creator)
@@ -138,7 +138,7 @@ void affinity_inherit(struct ult *t, const struct ult *creator)
 	const struct cpus *c = atomic_load_explicit(&creator->cpus, memory_order_relaxed);
 	t->cpus = c;
 	t->kcpus = c && !c->wide ? c : NULL;
-	t->home = home_of(t->kcpus);
+	t->home = t->aff_home = home_of(t->kcpus);
 }
 
 /* Set the caller's kernel thread to `set` for the kernel to check it, read

@@ -106,6 +106,13 @@ static void sched_debug_env(void)
 	} else if (chaos) {
 		bad("PPL_SCHED_CHAOS", chaos, "needs PPL_SCHED_SEED (the seed decides where the yields go)");
 	}
+	const char *sched = env("PPL_SCHED");
+	if (sched) {
+		if (ppl_hook_on(PPL_HOOK_SEED))
+			bad("PPL_SCHED", sched, "no other scheduler with PPL_SCHED_SEED");
+		if (plug_select(sched) != 0)
+			bad("PPL_SCHED", sched, "expected fifo, lifo, prio or timestamp");
+	}
 	const char *trace = env("PPL_TRACE");
 	if (trace) {
 		if (*trace == '\0')

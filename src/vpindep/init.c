@@ -484,6 +484,9 @@ void ppl_runtime_fork_child(void)
 	/* Only the main thread with shared TLS is tied to a VP: the one that
 	 * holds the process's original block, which is now this one. */
 	self->home = (!tls_per_thread && self->is_main) ? v : NULL;
+	/* Its pin and affinity VP may name VPs that are gone (migrate.c). */
+	self->pin = self->aff_home = NULL;
+	self->migrating = false;
 	atomic_store_explicit(&ppl_rt.started, 2, memory_order_release);
 }
 

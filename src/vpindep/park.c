@@ -43,12 +43,17 @@ static void requeue_waiter(struct ult *t)
 
 void sched_requeue(struct ult *t)
 {
-	struct vproc *v = t->queued_on;
 	if (atomic_load_explicit(&t->state, memory_order_acquire) != ULT_READY) {
 		requeue_waiter(t);
 		return;
 	}
-	if (v == NULL)
+	sched_rehome(t);
+}
+
+void sched_rehome(struct ult *t)
+{
+	struct vproc *v = t->queued_on;
+	if (v == NULL || atomic_load_explicit(&t->state, memory_order_acquire) != ULT_READY)
 		return;
 	spin_lock(&v->rq_lock);
 	bool found = rq_remove(v, t);
@@ -187,6 +192,8 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	ppl_trace(TR_PARK, self->id, q ? (uintptr_t)q : (uintptr_t)lock);
+	if (ppl_hook_on(PPL_HOOK_SCHED))
+		plug_blocked(self);
 	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, lock, deadline };
 	switch_away(v, self, park_cb, &r);
@@ -254,6 +261,8 @@ int sched_sleep_until(int64_t deadline)
 	atomic_store_explicit(&self->state, ULT_BLOCKED, memory_order_relaxed);
 	v->stats.parks++;
 	ppl_trace(TR_PARK, self->id, 0);
+	if (ppl_hook_on(PPL_HOOK_SCHED))
+		plug_blocked(self);
 	self->park_since = clock_coarse_ns();
 	struct park_req r = { self, NULL, deadline };
 	switch_away(v, self, park_cb, &r);

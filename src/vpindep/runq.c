@@ -43,8 +43,14 @@ struct ult *rq_take_for(struct vproc *v, struct vproc *self, int min)
 		rq_len_add(v, -1);
 		return t;
 	}
-	if (min > 0 || (pp = list_find(&v->rq_head, self)) == NULL)
+	if (min > 0)
 		return NULL;
+	if ((pp = list_find(&v->rq_head, self)) == NULL) {
+		struct ult *t = ppl_hook_on(PPL_HOOK_SCHED) ? plug_take(v, self) : NULL;
+		if (t)
+			rq_len_add(v, -1);
+		return t;
+	}
 	struct ult *prev = pp == &v->rq_head ? NULL :
 			   (struct ult *)((char *)pp - offsetof(struct ult, next));
 	struct ult *t = list_unlink(pp);
@@ -57,6 +63,12 @@ struct ult *rq_take_for(struct vproc *v, struct vproc *self, int min)
 /* Take t off v's queue if it is there (caller holds v->rq_lock). */
 bool rq_remove(struct vproc *v, struct ult *t)
 {
+	if (ppl_hook_on(PPL_HOOK_SCHED) && t->plug_queued) {
+		bool found = plug_remove(v, t);
+		if (found)
+			rq_len_add(v, -1);
+		return found;
+	}
 	for (struct ult **pp = &v->rt_head; *pp; pp = &(*pp)->next)
 		if (*pp == t) {
 			list_unlink(pp);
@@ -157,6 +169,9 @@ void runq_fork_child(struct vproc *v, struct ult *self)
 {
 	spin_init(&v->rq_lock);
 	v->rq_head = v->rq_tail = v->rt_head = NULL;
+	v->plug_head = v->plug_tail = NULL;   /* the installed scheduler's (schedplug.c) */
+	v->plug_len = 0;
+	v->plug_null_since = 0;
 	atomic_store_explicit(&v->rq_len, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->rq_top, 0, memory_order_relaxed);
 	atomic_store_explicit(&ppl_rt.rt_ready, 0, memory_order_relaxed);

@@ -38,6 +38,8 @@ static inline void rq_insert(struct vproc *v, struct ult *t, bool front)
 	t->queued_on = v;
 	t->next = NULL;
 	rq_len_add(v, 1);
+	if (ppl_hook_on(PPL_HOOK_SCHED) && plug_put(v, t))
+		return;
 	if (ppl_likely(t->prio == 0)) {
 		if (front) {
 			t->next = v->rq_head;
@@ -78,8 +80,11 @@ bool rq_remove(struct vproc *v, struct ult *t);
  * real-time thread queued, without rq_take_for's search. */
 static inline struct ult *rq_take(struct vproc *v)
 {
-	if (ppl_hook_on(PPL_HOOK_SEED))
+	if (ppl_hook_on(PPL_HOOK_SEED | PPL_HOOK_SCHED)) {
+		if (ppl_hooks & PPL_HOOK_SCHED)   /* the installed scheduler's turn */
+			return rq_take_for(v, NULL, 0);
 		detsched_pick(v);
+	}
 	struct ult *t = v->rq_head;
 	if (ppl_unlikely(v->rt_head != NULL) || t == NULL)
 		return rq_take_for(v, NULL, 0);

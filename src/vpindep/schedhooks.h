@@ -6,10 +6,12 @@
 #define PPL_SCHEDHOOKS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PPL_HOOK_SEED  1           /* PPL_SCHED_SEED: seeded one-VP schedule */
 #define PPL_HOOK_TRACE 2           /* PPL_TRACE: events recorded */
+#define PPL_HOOK_SCHED 4           /* a scheduler installed (PPL_SCHED, ppl_sched_install) */
 
 /* Written only while the process runs one thread: at start-up (env.c)
  * and in a forked child.  So a plain read, which compiles to one
@@ -35,6 +37,24 @@ static inline void sched_point(void)
 	if (ppl_hook_on(PPL_HOOK_SEED))
 		detsched_point();
 }
+
+/* ---- schedplug.c ------------------------------------------------------------
+ * The installed scheduler (ppl_sched_install, PPL_SCHED) holds the ready
+ * threads of priority 0 with no home VP; sched.c's run queue keeps the
+ * others and calls these, with v->rq_lock held, when PPL_HOOK_SCHED is on. */
+/* t (queued_on v, counted in rq_len) becomes ready: true if the scheduler
+ * took it, false if it goes on v's own lists. */
+bool plug_put(struct vproc *v, struct ult *t);
+/* The scheduler's next thread queued on v, for v itself (thief NULL) or
+ * for an idle thief; NULL if none.  Checked: fatal if not one of v's. */
+struct ult *plug_take(struct vproc *v, struct vproc *thief);
+/* Take t (the scheduler's, queued on v) back; false if it cannot. */
+bool plug_remove(struct vproc *v, struct ult *t);
+void plug_blocked(struct ult *t);
+void plug_exited(struct ult *t);
+const char *ppl_sched_name_hidden(void);
+/* PPL_SCHED=name (env.c): 0, or -1 for an unknown name. */
+int plug_select(const char *name);
 
 /* ---- trace.c -------------------------------------------------------------- */
 enum trace_kind {

@@ -88,6 +88,14 @@ void sched_prio_changed(void);
  * waits on a wait queue, queue it again there, at the back of its new
  * priority (as the kernel does for NPTL's threads and futex waiters). */
 void sched_requeue(struct ult *t);
+/* t's home changed: if it is ready on a run queue, queue it again where
+ * sched_push puts it (its new home).  t is not the caller. */
+void sched_rehome(struct ult *t);
+/* The caller resumed with `migrating` set (migrate.c): on its destination,
+ * its home goes back to its pin or affinity. */
+void sched_migrate_arrived(struct ult *self);
+/* CPU affinity keeps t to vp (NULL: any VP), unless pinned (migrate.c). */
+void sched_affinity_home(struct ult *t, struct vproc *vp);
 /* The user's sched_yield: as sched_yield_ult, and the kernel's sched_yield
  * when no user thread of at least the caller's priority is ready. */
 void sched_yield_user(void);

@@ -61,6 +61,27 @@ static void unlock_cb(void *lock)
 	wake_idle_vp();
 }
 
+/* yield_min with a scheduler installed (v->rq_lock held): the caller is
+ * put back first, so that the scheduler may pick it again (a time stamp
+ * still the lowest). */
+static __attribute__((noinline)) bool plug_yield(struct vproc *v, struct ult *self, bool front)
+{
+	atomic_store_explicit(&self->state, ULT_READY, memory_order_relaxed);
+	rq_insert(v, self, front);
+	struct ult *next = rq_take(v);
+	if (next == self || next == NULL) {
+		if (next == NULL)   /* it cannot be: self was just put there */
+			ppl_fatal("scheduler '%s': next(%d) lost the thread that yielded",
+				  ppl_sched_name_hidden(), v->vp.id);
+		atomic_store_explicit(&self->state, ULT_RUNNING, memory_order_relaxed);
+		spin_unlock(&v->rq_lock);
+		return false;
+	}
+	switch_to(v, self, next, unlock_cb, &v->rq_lock);
+	sig_resumed(self);
+	return true;
+}
+
 /* v: the caller's VP, not NULL. */
 static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int min, bool front)
 {
@@ -80,6 +101,8 @@ static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int
 		 * invisible to thieves until unlock_cb releases it, after the
 		 * switch. */
 		spin_lock(&v->rq_lock);
+		if (ppl_hook_on(PPL_HOOK_SCHED) && min == 0)
+			return plug_yield(v, self, front);
 		next = min == 0 ? rq_take(v) : rq_take_for(v, NULL, min);
 		if (next == NULL) {
 			spin_unlock(&v->rq_lock);
@@ -150,6 +173,8 @@ _Noreturn void sched_exit(struct ult *self)
 	ppl_assert(v != NULL);
 	atomic_store_explicit(&self->state, ULT_EXITING, memory_order_relaxed);
 	ppl_trace(TR_EXIT, self->id, 0);
+	if (ppl_hook_on(PPL_HOOK_SCHED))
+		plug_exited(self);
 	switch_away(v, self, exit_cb, self);
 	ppl_fatal("an exited thread was resumed");
 }

@@ -70,6 +70,8 @@ static inline __attribute__((always_inline)) void switch_to(struct vproc *v, str
 		/* Resumed: possibly on another VP. */
 		*errno_slot() = self->saved_errno;
 	}
+	if (ppl_unlikely(self->migrating))
+		sched_migrate_arrived(self);
 }
 
 /* Leave `self` for the next ready thread of this VP, or for its idle loop.

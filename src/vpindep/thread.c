@@ -62,7 +62,8 @@ static struct ult *tcb_get(void)
 	t->foreign = t->is_main = t->bound = t->sys_scope = false;
 	t->vp = NULL;
 	t->queued_on = NULL;
-	t->home = NULL;
+	t->home = t->pin = t->aff_home = NULL;
+	t->migrating = false;
 	/* A foreign thread's until it says otherwise. */
 	ult_set_sched(t, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
 	t->saved_errno = 0;
@@ -262,6 +263,8 @@ static void ult_entry(void *arg)
 		if (__builtin_expect(t->tls_countdown != 0, 0))
 			ult_tls_entered(t);
 	}
+	if (ppl_unlikely(t->migrating))   /* ppl_migrate'd before it ran */
+		sched_migrate_arrived(t);
 	jmp_buf landing;
 	if (setjmp(landing) == 0) {
 		unwind_set_landing(t, &landing);
@@ -388,6 +391,10 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
 	*out = (pthread_t)t;
+	/* The creator's scheduler key: a simulation's new thread starts at
+	 * its creator's time (schedplug.c). */
+	struct ult *creator = ult_self_peek();
+	t->sched_key = creator ? creator->sched_key : 0;
 	t->sys_scope = at.scope == PTHREAD_SCOPE_SYSTEM;
 	if (t->sys_scope && ppl_env_system_bound) {
 		err = ppl_bind_new_vp(t);

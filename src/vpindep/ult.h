@@ -37,7 +37,15 @@ struct ult {
 	struct vproc *vp;          /* VP it last ran on (valid while on a run queue) */
 	struct vproc *queued_on;   /* run queue it was last put on (sched_requeue's hint) */
 	struct vproc *home;        /* VP it must run on, or NULL: a bound thread's own
-				    * VP; VP 0 for the main thread in shared-TLS mode */
+				    * VP; VP 0 for the main thread in shared-TLS mode;
+				    * else pin, a ppl_migrate destination or aff_home
+				    * (migrate.c; changed under `lock`) */
+	struct vproc *pin;         /* ppl_pin's VP, or NULL */
+	struct vproc *aff_home;    /* the VP its CPU affinity keeps it to, or NULL */
+	bool migrating;            /* home is a ppl_migrate destination it has not
+				    * resumed on yet (sched_migrate_arrived) */
+	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
+	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
 				    * pointer), made with the TCB and pooled with it */

@@ -21,6 +21,11 @@ struct vp_runq {
 	struct ult *rt_head;       /* ready threads of priority > 0, highest first */
 	_Atomic long rq_len;       /* both lists */
 	_Atomic int rq_top;        /* rt_head's priority, 0 if none (a hint) */
+	/* the installed scheduler's threads queued here (schedplug.c), under
+	 * rq_lock; they count in rq_len too */
+	struct ult *plug_head, *plug_tail;
+	long plug_len;
+	int64_t plug_null_since;   /* its next() has returned none since, or 0 */
 };
 
 /* What the VP runs, and its idle loop (sched.c, switch.h, idle.c). */

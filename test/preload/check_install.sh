@@ -1,7 +1,8 @@
 #!/bin/sh
 # check_install.sh MESON BUILD_ROOT PREFIX LIBDIR BINDIR CC SOURCE_DIR
 # Install into a temporary destdir, then build a program with the flags
-# `pkg-config --cflags --libs ppl` gives there and run it; check ppl-run.
+# `pkg-config --cflags --libs ppl` gives there and run it, and one with
+# ppl-ffi's (ppl_spawn); check ppl-run.
 set -eu
 meson=$1 build=$2 prefix=$3 libdir=$4 bindir=$5 cc=$6 src=$7
 case $libdir in /*) ;; *) libdir=$prefix/$libdir ;; esac
@@ -25,6 +26,14 @@ case $flags in *"-I$dest$prefix/include/ppl"*) ;; *) echo "no -I for include/ppl
 # shellcheck disable=SC2086 # the flags are words
 "$cc" -o "$dest/prog" "$src/install_prog.c" $flags
 LD_LIBRARY_PATH="$dest$libdir" "$dest/prog"
+
+# Typed-argument threads: libppl-ffi and its pkg-config file.
+test -f "$dest$libdir/libppl-ffi.so" || { echo "no $libdir/libppl-ffi.so installed"; exit 1; }
+flags=$(pkg-config --cflags --libs ppl-ffi)
+echo "pkg-config --cflags --libs ppl-ffi: $flags"
+# shellcheck disable=SC2086 # the flags are words
+"$cc" -o "$dest/spawn" "$src/install_spawn.c" $flags
+LD_LIBRARY_PATH="$dest$libdir" "$dest/spawn"
 
 # The installed ppl-run preloads the installed library.
 run="$dest$bindir/ppl-run"

@@ -44,8 +44,12 @@ static void *spinner(void *arg)
 {
 	(void)arg;
 	double start = cpu_ms();
+	/* Preempted while `waiter` is ready.  It computes between clock reads,
+	 * so that the tick finds it in its own code (a tick inside libppl's
+	 * clock_gettime is taken at its end, as a deferred preemption). */
 	while (!spin_done && cpu_ms() - start < 2000)
-		;   /* preempted while `waiter` is ready */
+		for (volatile int i = 0; i < 100000; i++)
+			;
 	return NULL;
 }
 
