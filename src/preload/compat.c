@@ -10,7 +10,11 @@
  * - timer_*@GLIBC_2.2.5: a timer id is an int, an index into a table of
  *   the real timer_t values (256 of them).
  * - *affinity*@GLIBC_2.3.3: the CPU set has no size argument; it is 128
- *   bytes (1024 CPUs). */
+ *   bytes (1024 CPUs).
+ * - pthread_yield, _pthread_cleanup_push_defer, _pthread_cleanup_pop_restore
+ *   @GLIBC_2.2.5: the same interface, but the C library has only this old
+ *   version, and libppl's default is its own PPL_1.0 (<pthread.h> declares
+ *   them); an alias of the export would take the export's name with it. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -217,3 +221,27 @@ PPL_OLD_VERSION(old_pthread_setaffinity_np, pthread_setaffinity_np, "GLIBC_2.3.3
 PPL_OLD_VERSION(old_pthread_getaffinity_np, pthread_getaffinity_np, "GLIBC_2.3.3")
 PPL_OLD_VERSION(old_pthread_attr_setaffinity_np, pthread_attr_setaffinity_np, "GLIBC_2.3.3")
 PPL_OLD_VERSION(old_pthread_attr_getaffinity_np, pthread_attr_getaffinity_np, "GLIBC_2.3.3")
+
+/* ---- names the C library keeps only in GLIBC_2.2.5 ---------------------------------------- */
+
+PPL_OLD int old_pthread_yield(void);
+int old_pthread_yield(void)
+{
+	return ppl_pthread_yield();
+}
+
+PPL_OLD void old_cleanup_push_defer(struct _pthread_cleanup_buffer *b, void (*f)(void *), void *arg);
+void old_cleanup_push_defer(struct _pthread_cleanup_buffer *b, void (*f)(void *), void *arg)
+{
+	ppl__pthread_cleanup_push_defer(b, f, arg);
+}
+
+PPL_OLD void old_cleanup_pop_restore(struct _pthread_cleanup_buffer *b, int ex);
+void old_cleanup_pop_restore(struct _pthread_cleanup_buffer *b, int ex)
+{
+	ppl__pthread_cleanup_pop_restore(b, ex);
+}
+
+PPL_OLD_VERSION(old_pthread_yield, pthread_yield, "GLIBC_2.2.5")
+PPL_OLD_VERSION(old_cleanup_push_defer, _pthread_cleanup_push_defer, "GLIBC_2.2.5")
+PPL_OLD_VERSION(old_cleanup_pop_restore, _pthread_cleanup_pop_restore, "GLIBC_2.2.5")
