@@ -152,9 +152,10 @@ void ppl_dl_leave(void *handle)
 }
 
 #ifndef PPL_DL_TRAMPOLINE
-/* No trampoline for this architecture: plain calls from libppl. */
-PPL_API void *dlopen(const char *file, int mode);
-void *dlopen(const char *file, int mode)
+/* No trampoline for this architecture: plain calls from libppl.  Exported
+ * under the C library's versions of both names (as arch/x86_64/dl_call.S). */
+PPL_API void *export_dlopen(const char *file, int mode);
+void *export_dlopen(const char *file, int mode)
 {
 	void *(*fn)(const char *, int) = (void *(*)(const char *, int))real(DL_OPEN);
 	void *h = fn != NULL ? fn(file, mode) : NULL;
@@ -162,12 +163,19 @@ void *dlopen(const char *file, int mode)
 	return h;
 }
 
-PPL_API void *dlmopen(Lmid_t lmid, const char *file, int mode);
-void *dlmopen(Lmid_t lmid, const char *file, int mode)
+PPL_API void *export_dlmopen(Lmid_t lmid, const char *file, int mode);
+void *export_dlmopen(Lmid_t lmid, const char *file, int mode)
 {
 	void *(*fn)(Lmid_t, const char *, int) = (void *(*)(Lmid_t, const char *, int))real(DL_MOPEN);
 	void *h = fn != NULL ? fn(lmid, file, mode) : NULL;
 	ppl_dl_leave(h);
 	return h;
 }
+
+extern __typeof__(export_dlopen) compat_dlopen __attribute__((alias("export_dlopen"), visibility("default")));
+extern __typeof__(export_dlmopen) compat_dlmopen __attribute__((alias("export_dlmopen"), visibility("default")));
+__asm__(".symver export_dlopen, dlopen@@GLIBC_2.34");
+__asm__(".symver compat_dlopen, dlopen@GLIBC_2.2.5");
+__asm__(".symver export_dlmopen, dlmopen@@GLIBC_2.34");
+__asm__(".symver compat_dlmopen, dlmopen@GLIBC_2.3.4");
 #endif

@@ -36,3 +36,8 @@ void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version)
 	atomic_store_explicit(slot, f, memory_order_release);
 	return f;
 }
+
+bool vp_symbol_present(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name) != NULL;
+}

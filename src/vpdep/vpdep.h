@@ -462,6 +462,8 @@ void vp_file_close(int fd);
 void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version);
 /* The same lookup, uncached; NULL if missing. */
 void *vp_libc_lookup(const char *name, const char *version);
+/* Whether any loaded object defines name (a sanitizer's run time: __tsan_init). */
+bool vp_symbol_present(const char *name);
 
 /* ---- clocks --------------------------------------------------------------- */
 

@@ -147,6 +147,12 @@ void ppl_env_init(void)
 	if (strcmp(tls, "shared") != 0 && strcmp(tls, "per-thread") != 0)
 		bad("PPL_TLS", tls, "expected 'shared' or 'per-thread'");
 	ppl_env_tls_per_thread = strcmp(tls, "per-thread") == 0;
+	/* ThreadSanitizer keeps each thread's state in its own thread-local
+	 * storage and sets it up in its pthread_create wrapper: with one TLS
+	 * block per VP, every new thread would take over its VP's state
+	 * (docs/debugging.md). */
+	if (!ppl_env_tls_per_thread && vp_symbol_present("__tsan_init"))
+		bad("PPL_TLS", tls, "not supported under ThreadSanitizer, which needs 'per-thread'");
 	s = env("PPL_TLS_SWITCH");
 	if (s) {
 		static const char *const names[] = { "auto", "wrfsbase", "ldt", "arch_prctl" };

@@ -24,10 +24,13 @@
 
 /* name, which (0 dlopen, 1 dlmopen).  At entry %rsp is 8 mod 16. */
 .macro DL_WRAPPER name, which
-	.globl \name
-	.type \name, @function
+	.globl export_\name
+	.type export_\name, @function
+	.globl compat_\name
+	.type compat_\name, @function
 	.p2align 4
-\name:
+export_\name:
+compat_\name:
 	.cfi_startproc
 	_CET_ENDBR
 	pushq %rbx
@@ -82,10 +85,18 @@
 	.cfi_restore %rbx
 	ret
 	.cfi_endproc
-	.size \name, .-\name
+	.size export_\name, .-export_\name
+	.size compat_\name, .-compat_\name
 .endm
 
 DL_WRAPPER dlopen, 0
 DL_WRAPPER dlmopen, 1
+
+/* The C library's versions of both names (docs/abi.md, symver.def): the
+ * libdl one each had before glibc 2.34, and the current default. */
+	.symver export_dlopen, dlopen@@GLIBC_2.34
+	.symver compat_dlopen, dlopen@GLIBC_2.2.5
+	.symver export_dlmopen, dlmopen@@GLIBC_2.34
+	.symver compat_dlmopen, dlmopen@GLIBC_2.3.4
 
 	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,57 @@
+#!/bin/sh
+# check_symver.sh READELF LIBPPL LIBC NAMES: every name libppl.so exports
+# carries exactly the symbol versions the C library (LIBC) gives it, its
+# default (name@@V) and its older ones (name@V), so that it interposes a
+# reference to any of them and dlvsym finds it by the version a sanitizer
+# asks for (docs/abi.md).  A name the C library has only in older versions
+# also has libppl's default name@@PPL_1.0 (include/pthread.h declares it);
+# a name the C library lacks has only name@@PPL_1.0.  NAMES lists what
+# libppl interposes, one a line ("ext NAME" for a libppl extension): each
+# must be exported.
+set -eu
+export LC_ALL=C
+readelf=$1 lib=$2 libc=$3 names=$4
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+defined() {   # defined SO: name@[@]version of each defined global symbol
+	"$readelf" --dyn-syms -W "$1" |
+		awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") && $8 ~ /@/ { print $8 }' |
+		sort -u
+}
+defined "$lib" >"$tmp/ppl"
+defined "$libc" >"$tmp/libc"
+[ "$(wc -l <"$tmp/ppl")" -gt 300 ] || { echo "too few versioned exports parsed in $lib"; exit 1; }
+[ "$(wc -l <"$tmp/libc")" -gt 1000 ] || { echo "too few versioned symbols parsed in $libc"; exit 1; }
+
+fail=0
+sed 's/@.*//' "$tmp/ppl" | sort -u >"$tmp/exported"
+for n in $(cat "$tmp/exported"); do
+	grep -E "^$n@" "$tmp/ppl" >"$tmp/have" || true
+	grep -E "^$n@" "$tmp/libc" >"$tmp/want" || true
+	if [ ! -s "$tmp/want" ]; then
+		echo "$n@@PPL_1.0" >"$tmp/want"
+	elif ! grep -q @@ "$tmp/want"; then
+		echo "$n@@PPL_1.0" >>"$tmp/want"
+	fi
+	sort -o "$tmp/want" "$tmp/want"
+	if ! cmp -s "$tmp/have" "$tmp/want"; then
+		echo "FAIL: $n: libppl exports $(tr '\n' ' ' <"$tmp/have")- the C library has $(tr '\n' ' ' <"$tmp/want")"
+		fail=1
+	fi
+done
+n_names=0
+while read -r kind name; do
+	[ -n "$name" ] || { name=$kind kind=libc; }
+	n_names=$((n_names + 1))
+	if ! grep -qx "$name" "$tmp/exported"; then
+		echo "FAIL: $name is not exported"
+		fail=1
+	elif [ "$kind" = libc ] && ! grep -q "^$name@" "$tmp/libc"; then
+		echo "FAIL: $name: interposed, but the C library has no such symbol"
+		fail=1
+	fi
+done <"$names"
+[ "$n_names" -gt 200 ] || { echo "too few names in $names"; exit 1; }
+[ $fail -eq 0 ] && echo "ok: $(wc -l <"$tmp/exported") exported names, $(wc -l <"$tmp/ppl") name@version pairs, all as the C library's; $n_names interposed names exported"
+exit $fail
