@@ -55,7 +55,8 @@ struct vp {
 #define VP_CLASS_POLICY(c) ((c) >> 8)
 #define VP_CLASS_PRIO(c) ((c) & 0xff)
 
-/* A VP backend: kernel threads ("kthread") now; raw clone and processes later.
+/* A VP backend: kernel threads made by the C library ("kthread") or by raw
+ * clone ("clone"); processes later.
  * Only vpdep's own files see the table (docs/vpdep.md: adding a backend). */
 struct vp_backend {
 	const char *name;
@@ -75,6 +76,9 @@ struct vp_backend {
 	bool (*ours)(pid_t pid);   /* si_pid names one of the process's VPs */
 	/* the /proc file `leaf` (stat, comm) of kernel thread tid into buf */
 	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
+	/* optional: in fork's child, on the only kernel thread left, which
+	 * runs vp (vp_fork_child) */
+	void (*fork_child)(struct vp *vp);
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
