@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -105,7 +106,12 @@ static struct slot *slot_get(int *err)
 	struct slot *s = calloc(1, sizeof *s);
 	size_t guard = page_size();
 	char *stack = vp_stack_map(CLONE_STACK_SIZE + guard);
-	if (s == NULL || stack == NULL || vp_stack_guard(stack, guard) != 0) {
+	/* A PROT_NONE guard, not vp_stack_guard's madvise: the protection
+	 * ends the mapping where the stack ends, as glibc's guard does, and
+	 * tools that take a thread's stack to be the mapping around its
+	 * first stack pointer (valgrind) would otherwise take in the
+	 * neighbouring user-thread stacks too. */
+	if (s == NULL || stack == NULL || mprotect(stack, guard, PROT_NONE) != 0) {
 		/* The block is pooled with nothing: it stays reachable from the
 		 * glibc-ABI code's list, unused. */
 		if (stack != NULL)
