@@ -581,11 +581,15 @@ const char *tls_mode_name(void)
 	return mode_name;
 }
 
+/* Run once, on the initial thread (it reads that thread's descriptor), in
+ * either TLS mode: a VP backend may build kernel threads' blocks too. */
+static const char *gate_why = "the C library's layout was not checked";
+
 void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 {
+	const char *why = gate_why = gate_once();
 	if (!want_per_thread)
 		return;
-	const char *why = gate_once();
 	if (why) {
 		char buf[256];
 		int n = snprintf(buf, sizeof buf,
@@ -768,4 +772,62 @@ void tls_cancel_run_cleanups(uintptr_t below, bool all)
 		*head = c->__prev;   /* off the list before it runs, as glibc does */
 		c->__routine(c->__arg);
 	}
+}
+
+/* ---- kernel threads made by a VP backend (vpdep/glibcabi_kthread.h) ---------------------- */
+
+#include "../vpdep/internal/glibcabi_kthread.h"
+
+void *glibcabi_kthread_block(const char **why)
+{
+	if (gate_why != NULL) {
+		*why = gate_why;
+		return NULL;
+	}
+	void *tp = tls_block_new();
+	if (tp == NULL)
+		*why = "no memory for a TLS block";
+	return tp;
+}
+
+void glibcabi_kthread_block_reset(void *tp)
+{
+	block_init(tp);
+}
+
+void glibcabi_kthread_block_stack(void *tp, void *lo, size_t size)
+{
+	tls_block_set_stack(tp, lo, size);
+}
+
+pid_t *glibcabi_kthread_tid(void *tp)
+{
+	return &F(tp, L->tid, pid_t);
+}
+
+void glibcabi_kthread_start(bool reused)
+{
+	tls_thread_start(reused);
+}
+
+extern char __libc_single_threaded;
+
+void glibcabi_process_threaded(void)
+{
+	static _Atomic bool done;
+	if (gate_why != NULL || atomic_exchange(&done, true))
+		return;
+	__libc_single_threaded = 0;
+	/* malloc skips its arena locks on a thread whose descriptor says it is
+	 * the only one (the initial thread's, until a pthread_create). */
+	__atomic_store_n(&F(main_tp, L->multiple_threads, int), 1, __ATOMIC_RELAXED);
+	void (*enable_locks)(void) =
+		(void (*)(void))vp_libc_lookup("_IO_enable_locks", "GLIBC_PRIVATE");
+	if (enable_locks == NULL) {
+		static const char msg[] =
+			"libppl: fatal: the C library has no _IO_enable_locks: stdio would not lock\n";
+		vp_write(2, msg, sizeof msg - 1);
+		abort();
+	}
+	enable_locks();
 }

@@ -34,6 +34,7 @@
 
 static const struct vp_backend *const backends[] = {
 	&vp_kthread_backend,
+	&vp_clone_backend,
 };
 
 /* Set once at start-up (vp_backend_select) and read by every VP after. */
@@ -316,6 +317,8 @@ void vp_fork_child(struct vp *vp)
 {
 	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_release);
 	atomic_store_explicit(&vp->tick_on, false, memory_order_relaxed);
+	if (backend()->fork_child != NULL)
+		backend()->fork_child(vp);
 }
 
 int vp_signal(struct vp *vp, int sig)

@@ -158,17 +158,7 @@ static void *helper_main(void *p)
 {
 	struct helper_start h = *(struct helper_start *)p;
 	free(p);
-	/* Like the C library's own helper threads: the application's signals
-	 * go to the threads that run its code, never to libppl's helpers
-	 * (faults stay deliverable, to report a crash here). */
-	uint64_t mask = ~0ULL;
-	const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP };
-	for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
-		mask &= ~(1ULL << (faults[i] - 1));
-	/* SIGSETXID (33), which carries setuid and co. to every kernel
-	 * thread (setxid.c), as glibc's helpers leave it unblocked too. */
-	mask &= ~(1ULL << (33 - 1));
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
+	vp_helper_sigmask();
 	h.fn(h.arg);
 	return NULL;
 }
@@ -209,66 +199,13 @@ static void kthread_adopt(struct vp *vp)
 	vp->handle = (uintptr_t)((self_fn)resolve(REAL_SELF))();
 }
 
-/* ---- one thread group: every VP is a kernel thread of this process ---------- */
-
-static int kthread_kill(pid_t tid, int sig)
-{
-	return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : errno;
-}
-
-static int kthread_sigqueue(pid_t tid, int sig, siginfo_t *si)
-{
-	/* The kernel takes a forged si_code (< 0) only; to oneself, any. */
-	return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, si) == 0 ? 0 : errno;
-}
-
-static int kthread_kill_process(int sig, siginfo_t *si)
-{
-	if (si != NULL && syscall(SYS_rt_sigqueueinfo, getpid(), sig, si) == 0)
-		return 0;
-	return syscall(SYS_kill, getpid(), sig) == 0 ? 0 : errno;   /* not libppl's kill */
-}
-
-static bool kthread_ours(pid_t pid)
-{
-	return pid == getpid();
-}
-
-static int kthread_task_path(pid_t tid, const char *leaf, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "/proc/self/task/%d/%s", tid, leaf);
-	return n > 0 && (size_t)n < len ? 0 : ENAMETOOLONG;
-}
-
-/* The kernel's list of the thread group: it has every kernel thread,
- * including the C library's own helpers that libppl never sees made. */
-static int kthread_each_task(void (*fn)(pid_t tid, void *arg), void *arg)
-{
-	DIR *d = opendir("/proc/self/task");
-	if (d == NULL)
-		return errno;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		pid_t tid = (pid_t)atol(e->d_name);
-		if (tid > 0)
-			fn(tid, arg);
-	}
-	closedir(d);
-	return 0;
-}
-
 const struct vp_backend vp_kthread_backend = {
 	.name = "kthread",
 	.create = kthread_create,
 	.terminate = kthread_terminate,
 	.adopt = kthread_adopt,
 	.helper = kthread_helper,
-	.kill = kthread_kill,
-	.sigqueue = kthread_sigqueue,
-	.kill_process = kthread_kill_process,
-	.ours = kthread_ours,
-	.task_path = kthread_task_path,
-	.each_task = kthread_each_task,
+	VP_TGROUP_OPS,
 };
 
 uintptr_t vp_kthread_handle(void)

@@ -62,7 +62,8 @@ struct vp {
 #define VP_CLASS_POLICY(c) ((c) >> 8)
 #define VP_CLASS_PRIO(c) ((c) & 0xff)
 
-/* A VP backend: kernel threads ("kthread") now; raw clone and processes later.
+/* A VP backend: kernel threads made by the C library ("kthread") or by raw
+ * clone ("clone"); processes later.
  * Only vpdep's own files see the table (docs/vpdep.md: adding a backend). */
 struct vp_backend {
 	const char *name;
@@ -87,6 +88,9 @@ struct vp_backend {
 	 * library's own helpers, a raw clone's): 0, or errno if they cannot be
 	 * listed.  vp_setxid's broadcast. */
 	int (*each_task)(void (*fn)(pid_t tid, void *arg), void *arg);
+	/* optional: in fork's child, on the only kernel thread left, which
+	 * runs vp (vp_fork_child) */
+	void (*fork_child)(struct vp *vp);
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Cross-check vpdep's context switch on AArch64: build test/unit/test_context.c
 # against the assembly and against the ucontext reference, run both under
-# qemu-user.  Needs gcc-aarch64-linux-gnu and qemu-user (Debian packages).
+# qemu-user; then test/unit/test_clone_raw.c against the raw clone entry.  Needs gcc-aarch64-linux-gnu and qemu-user (Debian packages).
 # Usage: test/cross/aarch64.sh [build-dir]   (exit 77 = tools missing: skip)
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,3 +31,9 @@ for kind in asm ucontext; do
 	echo "== aarch64 context ($kind)"
 	"$qemu" -L "$sysroot" "$out/test_context_$kind"
 done
+
+# The raw clone entry of the clone backend.
+# shellcheck disable=SC2086
+$cc $cflags -o "$out/test_clone_raw" "$src/test/unit/test_clone_raw.c" "$vp/arch/aarch64/clone_raw.S"
+echo "== aarch64 clone_raw"
+"$qemu" -L "$sysroot" "$out/test_clone_raw"

@@ -1,4 +1,5 @@
-/* Just enough of cmocka's interface for test/unit/test_context.c to run
+/* Just enough of cmocka's interface for test/unit/test_context.c and
+ * test_clone_raw.c to run
  * where cmocka is not installed (cross builds under qemu).  A failed check
  * prints its location and exits non-zero. */
 #ifndef PPL_MINI_CMOCKA_H
@@ -18,6 +19,8 @@ static inline void mc_fail_at(const char *file, int line, const char *what)
 #define assert_false(c) (!(c) ? (void)0 : mc_fail("!(" #c ")"))
 #define assert_int_equal(a, b) ((long long)(a) == (long long)(b) ? (void)0 : mc_fail(#a " == " #b))
 #define assert_int_not_equal(a, b) ((long long)(a) != (long long)(b) ? (void)0 : mc_fail(#a " != " #b))
+#define assert_ptr_equal(a, b) ((const void *)(a) == (const void *)(b) ? (void)0 : mc_fail(#a " == " #b))
+#define assert_non_null(p) ((p) != NULL ? (void)0 : mc_fail(#p " != NULL"))
 #define assert_memory_equal(a, b, n) (memcmp((a), (b), (n)) == 0 ? (void)0 : mc_fail("memcmp " #a " " #b))
 
 struct CMUnitTest {

@@ -8,6 +8,23 @@
 #define VP_HIDDEN __attribute__((visibility("hidden")))
 
 extern const struct vp_backend vp_kthread_backend VP_HIDDEN;
+extern const struct vp_backend vp_clone_backend VP_HIDDEN;
+
+/* One thread group: every VP is a kernel thread of this process (tgroup.c). */
+int vp_tgroup_kill(pid_t tid, int sig) VP_HIDDEN;
+int vp_tgroup_sigqueue(pid_t tid, int sig, siginfo_t *si) VP_HIDDEN;
+int vp_tgroup_kill_process(int sig, siginfo_t *si) VP_HIDDEN;
+bool vp_tgroup_ours(pid_t pid) VP_HIDDEN;
+int vp_tgroup_task_path(pid_t tid, const char *leaf, char *buf, size_t len) VP_HIDDEN;
+int vp_tgroup_each_task(void (*fn)(pid_t tid, void *arg), void *arg) VP_HIDDEN;
+#define VP_TGROUP_OPS                                                                     \
+	.kill = vp_tgroup_kill, .sigqueue = vp_tgroup_sigqueue,                           \
+	.kill_process = vp_tgroup_kill_process, .ours = vp_tgroup_ours,                   \
+	.task_path = vp_tgroup_task_path, .each_task = vp_tgroup_each_task
+
+/* A helper kernel thread's signal mask, set by itself first thing: only
+ * faults and SIGSETXID unblocked (tgroup.c). */
+void vp_helper_sigmask(void) VP_HIDDEN;
 
 /* The selected backend (the build default if none was). */
 const struct vp_backend *vp_backend_ops(void) VP_HIDDEN;
