@@ -96,6 +96,8 @@ struct vproc {
 				    * starts, never cleared but by fork) */
 	struct vproc *spare_next;  /* link in ppl_rt.spare_bound */
 	_Atomic bool retired;      /* set aside: by pthread_setconcurrency, or a spare bound VP */
+	_Atomic int halt;          /* retire.c: 1 stop at the loop's top, 2 end, 0 go on */
+	_Atomic int halt_ack;      /* the VP's answer: 1 stopped, 2 gone */
 	struct vp_timers;
 	struct vp_preempt;
 	struct vp_cancel;
