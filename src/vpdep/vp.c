@@ -289,6 +289,16 @@ _Noreturn void vp_terminate(void)
 	abort(); /* a backend's terminate returned */
 }
 
+_Noreturn void vp_terminate_notify(_Atomic int *done, int value)
+{
+	struct vp *vp = vp_current();
+	if (vp != NULL)
+		vp_leave(vp);
+	atomic_store_explicit(done, value, memory_order_seq_cst);
+	backend()->terminate();
+	abort();
+}
+
 void vp_suspend(struct vp *vp, uint32_t seen, int64_t timeout_ns)
 {
 	struct timespec ts;

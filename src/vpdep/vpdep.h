@@ -103,6 +103,9 @@ int vp_create(struct vp *vp, void (*main)(struct vp *));
 void vp_adopt(struct vp *vp);
 /* End the calling VP's kernel thread; does not return. */
 _Noreturn void vp_terminate(void);
+/* vp_terminate, storing `value` into *done (seq_cst) once the VP's state
+ * is no longer touched: its owner may then reuse or free the struct vp. */
+_Noreturn void vp_terminate_notify(_Atomic int *done, int value);
 /* Park the calling VP until vp_resume(vp) or until timeout_ns passes
  * (timeout_ns < 0: no timeout).  May return spuriously. `seen` is the value
  * of vp->wakeword read before the caller's last check for work: if it has

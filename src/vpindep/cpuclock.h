@@ -31,4 +31,7 @@ static inline void cputimer_tick(struct ult *t)
 		cputimer_expire(t, cpuclock_ns(t));
 }
 
+/* retire.c: a CPU-time timer was ever created (they keep the helpers). */
+bool cputimer_used(void);
+
 #endif

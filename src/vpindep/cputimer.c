@@ -64,6 +64,11 @@ static struct {
 static _Atomic uint32_t helper_word;
 static _Atomic bool helper_on;
 
+bool cputimer_used(void)
+{
+	return __atomic_load_n(&tab.hi, __ATOMIC_RELAXED) > 0;
+}
+
 static bool alive(const struct cputimer *ct)
 {
 	return ct->t->id == ct->tseq &&

@@ -21,6 +21,7 @@
 
 size_t ppl_env_stack_size PPL_HIDDEN;
 long ppl_env_timeslice_us PPL_HIDDEN = 10000;
+long ppl_env_retire_ms PPL_HIDDEN = 20;
 bool ppl_env_tls_per_thread PPL_HIDDEN;
 bool ppl_env_system_bound PPL_HIDDEN;
 enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH; AUTO by default */
@@ -172,6 +173,8 @@ void ppl_env_init(void)
 	ppl_env_timeslice_us = int_var("PPL_TIMESLICE_US", 0, 10000000, 10000, ts_expected);
 	if (ppl_env_timeslice_us > 0 && ppl_env_timeslice_us < 100)
 		bad("PPL_TIMESLICE_US", env("PPL_TIMESLICE_US"), ts_expected);
+	ppl_env_retire_ms = int_var("PPL_RETIRE_MS", 0, 60000, 20,
+				    "expected milliseconds from 0 to 60000 (0: never retire)");
 	ppl_rt.stats = int_var("PPL_STATS", 0, 1, 0, "expected 0 or 1") == 1;
 	s = env("PPL_DEADLOCK");
 	if (s) {

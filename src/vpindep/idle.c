@@ -117,6 +117,10 @@ static struct ult *idle_wait(struct vproc *v, int64_t timer_left)
 			left = 0;
 		if (left < 0 && shared)
 			monitor_note_idle();
+		if (left != 0 && shared)
+			retire_poll(v, &left);
+		if (left != 0 && shared)
+			retire_nudge(v);
 		if (left != 0)
 			vp_suspend(&v->vp, seen, left);
 	}
@@ -170,6 +174,8 @@ void sched_vp_main(struct vp *vp)
 	preempt_vp_start(v);
 	for (;;) {
 		set_current(v, NULL);
+		if (ppl_unlikely(atomic_load_explicit(&v->halt, memory_order_relaxed)))
+			retire_halt_point(v);
 		int64_t left = sched_run_timers(v);
 		struct ult *t = find_work(v);
 		if (t == NULL && atomic_load(&v->retired) && v->bound_to == NULL) {

@@ -254,6 +254,15 @@ int ppl_runtime_start(void)
 	ppl_init();   /* in case the constructor has not run yet (early callers) */
 	spin_lock(&ppl_rt.lock);
 	int started = atomic_load_explicit(&ppl_rt.started, memory_order_relaxed);
+	while (started == STARTED_RETIRING) {
+		/* retire.c is ending the helpers (a foreign thread's call, or a
+		 * thread a VP took before it stopped): wait for it to finish. */
+		spin_unlock(&ppl_rt.lock);
+		struct timespec ts = { 0, 50000 };
+		vp_kthread_sleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+		spin_lock(&ppl_rt.lock);
+		started = atomic_load_explicit(&ppl_rt.started, memory_order_relaxed);
+	}
 	if (started) {
 		int err = started == 2 ? restart_vps() : 0;
 		spin_unlock(&ppl_rt.lock);
@@ -312,6 +321,7 @@ int ppl_runtime_start(void)
 			m->home = v0;
 		}
 		preempt_vp_start(v0);   /* VP 0's kernel thread is this one */
+		ppl_rt.vp0_initial = true;
 	} else if (ppl_vp_create(v0) != 0) {
 		spin_unlock(&ppl_rt.lock);
 		return EAGAIN;
@@ -414,6 +424,30 @@ void ppl_unbind_vp(struct ult *t)
 	spin_unlock(&ppl_rt.lock);
 }
 
+/* ---- retirement (retire.c) ------------------------------------------------------- */
+
+/* The VPs but VP 0 and the monitor have ended (the monitor's spares are
+ * VPs too): their structures go to the leftovers, for vproc_new, and the
+ * next pthread_create restarts the set, as in a forked child. */
+void ppl_runtime_retired(void)
+{
+	spin_lock(&ppl_rt.lock);
+	for (int i = 1; i < ppl_rt.nvps_total; i++) {
+		struct vproc *o = ppl_rt.vps[i];
+		ppl_rt.vps[i] = NULL;
+		if (o == NULL)
+			continue;
+		spin_lock(&leftover_lock);
+		o->spare_next = leftover;
+		leftover = o;
+		spin_unlock(&leftover_lock);
+	}
+	ppl_rt.nvps = ppl_rt.nvps_total = 1;
+	monitor_fork_child();   /* the same state: no monitor, no spare */
+	atomic_store_explicit(&ppl_rt.started, 2, memory_order_release);
+	spin_unlock(&ppl_rt.lock);
+}
+
 /* ---- fork ------------------------------------------------------------------------ */
 
 /* The child of fork: the forking thread is the only thread left, and the
@@ -458,6 +492,7 @@ void ppl_runtime_fork_child(void)
 		/* Forked by a kernel thread libppl did not create: the child
 		 * starts afresh, with that thread as its initial thread. */
 		ppl_rt.nvps = ppl_rt.nvps_total = 0;
+		ppl_rt.vp0_initial = false;
 		atomic_store_explicit(&ppl_rt.started, 0, memory_order_release);
 		return;
 	}
@@ -479,6 +514,7 @@ void ppl_runtime_fork_child(void)
 	}
 	ppl_rt.vps[0] = v;
 	ppl_rt.nvps = ppl_rt.nvps_total = 1;
+	ppl_rt.vp0_initial = true;   /* the child's only kernel thread is its initial one */
 	self->bound = false;
 	self->vp = v;
 	/* Only the main thread with shared TLS is tied to a VP: the one that

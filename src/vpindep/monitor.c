@@ -54,6 +54,9 @@ static struct {
 	_Atomic bool idle_check;     /* every VP went idle: look for a deadlock */
 	_Atomic unsigned long handoffs; /* written by the monitor only */
 	_Atomic unsigned long handoff_fails;   /* no spare could be made */
+	_Atomic bool running;        /* monitor_start made the thread */
+	_Atomic int halt;            /* retire.c: 1 stop, 2 end, 0 go on */
+	_Atomic int halt_ack;        /* 1 stopped, 2 gone */
 	bool reported;               /* a deadlock was reported ... */
 	unsigned long reported_mark; /* ... at this progress mark */
 } mon = { .kthreads = 1 };
@@ -413,11 +416,50 @@ static bool short_wait(int64_t wait)
 	return wait >= 0 && wait <= POLL_SLOW_NS;
 }
 
+/* Stopped for retire.c: wait for its verdict.  True: end the thread. */
+static bool halted(void)
+{
+	atomic_store_explicit(&mon.halt_ack, 1, memory_order_seq_cst);
+	for (;;) {
+		uint32_t seen = atomic_load_explicit(&mon.word, memory_order_acquire);
+		int h = atomic_load_explicit(&mon.halt, memory_order_seq_cst);
+		if (h == 0) {
+			atomic_store_explicit(&mon.halt_ack, 0, memory_order_seq_cst);
+			return false;
+		}
+		if (h == 2) {
+			/* Its last touch of libppl's state: the thread ends. */
+			atomic_store_explicit(&mon.halt_ack, 2, memory_order_seq_cst);
+			return true;
+		}
+		futex_wait(&mon.word, seen, NULL, CLOCK_MONOTONIC);
+	}
+}
+
+bool monitor_halt(int h)
+{
+	if (!atomic_load_explicit(&mon.running, memory_order_acquire))
+		return false;
+	atomic_store_explicit(&mon.halt, h, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&mon.word, 1, memory_order_release);
+	futex_wake(&mon.word, 1);
+	return true;
+}
+
+int monitor_halt_ack(void)
+{
+	if (!atomic_load_explicit(&mon.running, memory_order_acquire))
+		return 2;
+	return atomic_load_explicit(&mon.halt_ack, memory_order_seq_cst);
+}
+
 static void monitor_main(void *arg)
 {
 	(void)arg;
 	tls_keep_kthread(NULL);
 	for (;;) {
+		if (ppl_unlikely(atomic_load_explicit(&mon.halt, memory_order_seq_cst)) && halted())
+			return;
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst))
 			idle_check();
 		int64_t now = clock_now_ns(CLOCK_MONOTONIC);
@@ -456,12 +498,17 @@ void monitor_fork_child(void)
 	atomic_store_explicit(&monitor_asleep, 0, memory_order_relaxed);
 	atomic_store_explicit(&wake_at, INT64_MAX, memory_order_relaxed);
 	mon.reported = false;
+	atomic_store_explicit(&mon.running, false, memory_order_relaxed);
+	atomic_store_explicit(&mon.halt, 0, memory_order_relaxed);
+	atomic_store_explicit(&mon.halt_ack, 0, memory_order_relaxed);
 }
 
 void monitor_start(void)
 {
-	if (vp_helper_create(monitor_main, NULL) == 0)
+	if (vp_helper_create(monitor_main, NULL) == 0) {
+		atomic_store_explicit(&mon.running, true, memory_order_release);
 		monitor_count_kthread();
+	}
 }
 
 /* Hand-off state: nothing is lent in the child. */

@@ -29,6 +29,10 @@ void sys_leave(struct vproc *v);
 /* Start the monitor thread (ppl_runtime_start).  If no kernel thread can be
  * had, libppl runs without: a blocking call then stalls its VP's queue. */
 void monitor_start(void);
+/* retire.c: ask the monitor to stop (1), end (2) or go on (0); false if
+ * there is no monitor.  Its answer: 1 stopped, 2 gone (or none), else 0. */
+bool monitor_halt(int h);
+int monitor_halt_ack(void);
 /* In a forked child: forget the parent's monitor; restarted with the VPs. */
 void monitor_fork_child(void);
 /* struct vp_monitor's reset in the forked child (vproc_parts). */

@@ -27,6 +27,7 @@ struct runtime {
 	int env_vps;               /* PPL_VPS, 0 if unset */
 	struct vproc *spare_bound; /* VPs of exited SCOPE_SYSTEM threads, for reuse */
 	_Atomic int rt_ready;      /* threads of priority > 0 on run queues (runq.h) */
+	bool vp0_initial;          /* VP 0 runs on the initial kernel thread */
 	unsigned fork_gen;         /* forks this process descends from (fork.c) */
 };
 
@@ -46,6 +47,18 @@ extern enum ctx_tls_switch ppl_env_tls_switch PPL_HIDDEN;   /* PPL_TLS_SWITCH */
 void ppl_env_init(void);
 extern size_t ppl_env_stack_size PPL_HIDDEN;     /* PPL_STACK_SIZE, 0 if unset */
 extern long ppl_env_timeslice_us PPL_HIDDEN;     /* PPL_TIMESLICE_US, 0: no preemption */
+extern long ppl_env_retire_ms PPL_HIDDEN;        /* PPL_RETIRE_MS, 0: never retire */
+
+/* retire.c: the helper kernel threads (VPs but VP 0, spares, monitor) end
+ * while one thread is left and it is parked; started 3 meanwhile. */
+enum { STARTED_RETIRING = 3 };
+void retire_poll(struct vproc *v0, int64_t *left);
+void retire_halt_point(struct vproc *v);
+/* A VP other than VP 0 goes to sleep: have VP 0 look (retire_poll). */
+void retire_nudge(struct vproc *v);
+/* init.c: the helpers are gone: forget their VPs (started becomes 2). */
+void ppl_runtime_retired(void);
+
 /* vp_create for a VP running sched_vp_main.  0 or errno. */
 int ppl_vp_create(struct vproc *v) PPL_MUST_CHECK;
 /* Start the VPs if they are not running yet. 0 or errno. */

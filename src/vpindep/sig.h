@@ -67,6 +67,8 @@ void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask);
 bool sig_send_process(int sig, const siginfo_t *si);
 void sig_catcher_start(void);
 void sig_catcher_wake(void);
+/* The catcher thread was started (it stays: retire.c keeps the helpers). */
+bool sig_catcher_running(void);
 void sig_claims_fork_child(void);
 /* sigaction.c: the signals the kernel runs the trampoline for. */
 uint64_t sig_wrapped_set(void);

@@ -392,6 +392,11 @@ void sig_catcher_start(void)
 		atomic_store(&rt.catcher_started, false);
 }
 
+bool sig_catcher_running(void)
+{
+	return atomic_load_explicit(&rt.catcher_started, memory_order_acquire);
+}
+
 void sig_catcher_wake(void)
 {
 	int tid = atomic_load_explicit(&rt.catcher_tid, memory_order_acquire);

@@ -143,6 +143,33 @@ void timer_cancel(struct timer *tm)
 	tm->owner = NULL;
 }
 
+void timer_move_all(struct vproc *from, struct vproc *to)
+{
+	spin_lock(&from->timer_lock);
+	spin_lock(&to->timer_lock);
+	while (from->heap_len > 0) {
+		struct timer *tm = from->heap[0];
+		heap_delete(from, 0);
+		if (to->heap_len == to->heap_cap) {
+			size_t cap = to->heap_cap ? 2 * to->heap_cap : TIMER_HEAP_FIRST;
+			struct timer **h = realloc(to->heap, cap * sizeof *h);
+			if (h == NULL) {
+				spin_unlock(&to->timer_lock);
+				spin_unlock(&from->timer_lock);
+				ppl_fatal("out of memory for the timer heap of VP %d", to->vp.id);
+			}
+			to->heap = h;
+			to->heap_cap = cap;
+		}
+		tm->owner = to;
+		set_at(to, to->heap_len++, tm);
+		sift_up(to, tm->index);
+	}
+	publish_next(to);
+	spin_unlock(&to->timer_lock);
+	spin_unlock(&from->timer_lock);
+}
+
 int64_t timer_run_expired(struct vproc *v)
 {
 	int64_t next = atomic_load_explicit(&v->next_deadline, memory_order_acquire);

@@ -26,5 +26,7 @@ void timer_fork_child(struct vproc *v, struct ult *self);
 void timer_cancel(struct timer *tm);
 /* Run the expired timers of `vp`; returns ns until its next deadline or -1. */
 int64_t timer_run_expired(struct vproc *vp);
+/* retire.c: every timer of `from` (stopped: it fires none) goes to `to`. */
+void timer_move_all(struct vproc *from, struct vproc *to);
 
 #endif

@@ -105,6 +105,8 @@ struct vproc {
 	bool kinside;              /* kcpus holds only CPUs of the process, and ticks
 				    * run: a thread of any set may run here a while */
 	_Atomic bool retired;      /* set aside: by pthread_setconcurrency, or a spare bound VP */
+	_Atomic int halt;          /* retire.c: 1 stop at the loop's top, 2 end, 0 go on */
+	_Atomic int halt_ack;      /* the VP's answer: 1 stopped, 2 gone */
 	struct vp_timers;
 	struct vp_preempt;
 	struct vp_cancel;
