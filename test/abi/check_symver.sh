@@ -53,5 +53,17 @@ while read -r kind name; do
 	fi
 done <"$names"
 [ "$n_names" -gt 200 ] || { echo "too few names in $names"; exit 1; }
+# A reference without a version binds to the definition of version index 2
+# even when that is an older (name@V) one (glibc's ld.so, do_lookup_x): so
+# index 2 must be a version no older definition has, or a program linked
+# against an unversioned libppl gets the old pthread_cond_* interface.
+v2=$("$readelf" -V -W "$lib" | awk '/Version definition section/ {d = 1} d && $2 == "Rev:" && $4 == "Flags:" && $6 == "Index:" && $7 == "2" {print $NF; exit}')
+if [ -z "$v2" ]; then
+	echo "FAIL: no version index 2 found in $lib's version definitions"
+	fail=1
+elif grep -q "@$v2\$" "$tmp/ppl" && grep "@$v2\$" "$tmp/ppl" | grep -vq "@@"; then
+	echo "FAIL: version index 2 is $v2, which older definitions have: $(grep "@$v2\$" "$tmp/ppl" | grep -v @@ | head -3 | tr '\n' ' ')"
+	fail=1
+fi
 [ $fail -eq 0 ] && echo "ok: $(wc -l <"$tmp/exported") exported names, $(wc -l <"$tmp/ppl") name@version pairs, all as the C library's; $n_names interposed names exported"
 exit $fail
