@@ -11,12 +11,13 @@
  *
  * So libppl does the same with its own handler on the same signal (which
  * applications cannot use: glibc's sigaction refuses it and libppl's masks
- * never block it): the caller makes the call on its own kernel thread, then
- * every other task listed in /proc/self/task (VPs, spares, the monitor,
- * threads libppl did not make) gets SIGSETXID and repeats it; the caller
- * waits for each, then lists the tasks again until it finds none it has
- * not done, so that a kernel thread created meanwhile by one not yet done
- * is done too.  As in glibc, a call that fails everywhere (EPERM) changes
+ * never block it): every other task listed in /proc/PID/task of each of
+ * the program's processes (VPs, spares, the monitor, threads libppl did
+ * not make; with the process VP backend every VP process) gets SIGSETXID
+ * and repeats the call; the caller waits for each, then lists the tasks
+ * again until it finds none it has not done, so that a kernel thread
+ * created meanwhile by one not yet done is done too; then it makes the
+ * call on its own kernel thread, last, as glibc does.  As in glibc, a call that fails everywhere (EPERM) changes
  * nothing and returns the error, and one whose result differs between
  * kernel threads (credentials made to differ with a raw system call) is
  * reported for the caller to abort. */
@@ -25,6 +26,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -32,11 +34,13 @@
 #include <unistd.h>
 
 #include "futex.h"
+#include "vp_backend.h"
 #include "vpdep.h"
 
 #define SIGSETXID 33
 
 struct xid_task {
+	pid_t tgid;           /* its thread group (a VP process's with that backend) */
 	_Atomic pid_t tid;
 	_Atomic int done;     /* 1 once its handler made the call */
 	int err;              /* that call's errno, 0 on success */
@@ -75,7 +79,7 @@ static void xid_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	if (si->si_code != SI_TKILL || si->si_pid != getpid())
+	if (si->si_code != SI_TKILL || !vp_process_own(si->si_pid))
 		return;
 	int saved = errno;
 	pid_t me = (pid_t)syscall(SYS_gettid);
@@ -87,6 +91,8 @@ static void xid_handler(int sig, siginfo_t *si, void *uc)
 			continue;
 		long r = syscall(xid.nr, xid.arg[0], xid.arg[1], xid.arg[2]);
 		t[i].err = r < 0 ? errno : 0;
+		if (vp_backend_ops()->creds_changed != NULL)
+			vp_backend_ops()->creds_changed();
 		atomic_store_explicit(&t[i].done, 1, memory_order_release);
 		atomic_fetch_add_explicit(&xid.answers, 1, memory_order_release);
 		futex_sys(&xid.answers, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
@@ -136,12 +142,31 @@ static bool listed(const struct xid_task *t, size_t n, pid_t tid)
 	return false;
 }
 
-/* Add the tasks of /proc/self/task not yet in the list; -1 if it cannot
- * be read, else how many were added.  Grows *t (the handlers read it
- * only while the list is published, see below). */
+/* Add the tasks of /proc/PID/task not yet in the list, for each of the
+ * program's processes (one, except with the process VP backend, whose VP
+ * processes have credentials of their own); -1 if none can be read, else
+ * how many were added.  Grows *t (the handlers read it only while the list
+ * is published, see below). */
+static long scan_one(pid_t tgid, struct xid_task **t, size_t *n, size_t *cap);
+
 static long scan(struct xid_task **t, size_t *n, size_t *cap)
 {
-	DIR *d = opendir("/proc/self/task");
+	pid_t pids[64];
+	int np = vp_backend_ops()->each_process(pids, 64);
+	long added = -1;
+	for (int i = 0; i < np; i++) {
+		long a = scan_one(pids[i], t, n, cap);
+		if (a >= 0)
+			added = (added < 0 ? 0 : added) + a;
+	}
+	return added;
+}
+
+static long scan_one(pid_t tgid, struct xid_task **t, size_t *n, size_t *cap)
+{
+	char path[48];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)tgid);
+	DIR *d = opendir(path);
 	if (d == NULL)
 		return -1;
 	long added = 0;
@@ -159,6 +184,7 @@ static long scan(struct xid_task **t, size_t *n, size_t *cap)
 			*cap = c;
 		}
 		struct xid_task *x = &(*t)[(*n)++];
+		x->tgid = tgid;
 		atomic_init(&x->tid, tid);
 		atomic_init(&x->done, 0);
 		x->err = 0;
@@ -183,15 +209,12 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	xid_install();
 	lock();
 	pid_t self = (pid_t)syscall(SYS_gettid);
-	long r = syscall(nr, a0, a1, a2);
-	int err = r < 0 ? errno : 0;
 	xid.nr = nr;
 	xid.arg[0] = a0;
 	xid.arg[1] = a1;
 	xid.arg[2] = a2;
 	struct xid_task *t = NULL;
 	size_t n = 0, cap = 0, sent = 0;
-	pid_t pid = getpid();
 	for (;;) {
 		/* Unpublish while the array may move; a handler that finds it
 		 * NULL does nothing and is signalled again below. */
@@ -204,10 +227,10 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 		for (size_t i = sent; i < n; i++) {
 			pid_t tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
 			if (tid == self) {
-				t[i].err = err;
+				t[i].err = -1;   /* below, last */
 				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
-			} else if (syscall(SYS_tgkill, pid, tid, SIGSETXID) < 0) {
-				t[i].err = err;   /* gone: nothing to compare */
+			} else if (syscall(SYS_tgkill, t[i].tgid, tid, SIGSETXID) < 0) {
+				t[i].err = -1;   /* gone: nothing to compare */
 				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
 			}
 		}
@@ -223,18 +246,26 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 				futex_sys(&xid.answers, FUTEX_WAIT_PRIVATE, seen, &ms, 0);
 				pid_t tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
 				if (!atomic_load_explicit(&t[i].done, memory_order_acquire) &&
-				    syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH &&
+				    syscall(SYS_tgkill, t[i].tgid, tid, 0) < 0 && errno == ESRCH &&
 				    !atomic_load_explicit(&t[i].done, memory_order_acquire)) {
-					t[i].err = err;
+					t[i].err = -1;
 					atomic_store_explicit(&t[i].done, 1, memory_order_release);
 				}
 			}
-			if (t[i].err != err && *bad_tid == 0) {
-				*bad_tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
-				*bad_err = t[i].err;
-			}
 		}
 	}
+	/* The caller last, as glibc does: with its credentials changed first,
+	 * it might no longer be allowed to signal the others (the kernel
+	 * checks only between processes: the process VP backend's). */
+	long r = syscall(nr, a0, a1, a2);
+	int err = r < 0 ? errno : 0;
+	if (vp_backend_ops()->creds_changed != NULL)
+		vp_backend_ops()->creds_changed();
+	for (size_t i = 0; i < n; i++)
+		if (t[i].err != -1 && t[i].err != err && *bad_tid == 0) {
+			*bad_tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
+			*bad_err = t[i].err;
+		}
 	atomic_store_explicit(&xid.tasks, NULL, memory_order_release);
 	atomic_store_explicit(&xid.ntasks, 0, memory_order_release);
 	unlock();

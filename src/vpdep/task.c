@@ -68,12 +68,41 @@ int vp_process_sigqueue(int sig, siginfo_t *si)
 
 pid_t vp_process_id(void)
 {
-	return getpid();
+	return vp_backend_ops()->pid();
+}
+
+pid_t vp_parent_process_id(void)
+{
+	return vp_backend_ops()->ppid();
+}
+
+bool vp_process_own(pid_t pid)
+{
+	return vp_backend_ops()->ours(pid);
+}
+
+void vp_siginfo_own(siginfo_t *si)
+{
+	if (si == NULL)
+		return;
+#ifdef PPL_HAVE_CLONE_RAW
+	vp_process_siginfo(si);   /* a forwarded signal's own code */
+#endif
+	if (si->si_code > 0 || si->si_code == SI_TIMER)
+		return;
+	pid_t me = vp_process_id();
+	if (si->si_pid != me && vp_process_own(si->si_pid))
+		si->si_pid = me;
+}
+
+bool vp_children_on_initial(void)
+{
+	return vp_backend_ops()->initial_only;
 }
 
 bool vp_is_initial_kthread(void)
 {
-	return vp_gettid() == getpid();
+	return vp_gettid() == vp_process_id();
 }
 
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
@@ -110,5 +139,8 @@ int vp_process_kill(int sig)
 
 int vp_kthread_sigtimedwait(uint64_t set, siginfo_t *si, const struct timespec *timeout)
 {
-	return (int)syscall(SYS_rt_sigtimedwait, &set, si, timeout, sizeof set);
+	int r = (int)syscall(SYS_rt_sigtimedwait, &set, si, timeout, sizeof set);
+	if (r > 0)
+		vp_siginfo_own(si);
+	return r;
 }

@@ -3,11 +3,18 @@
 #ifndef PPL_VP_BACKEND_H
 #define PPL_VP_BACKEND_H
 
+#include "config.h"
 #include "vpdep.h"
 
 #define VP_HIDDEN __attribute__((visibility("hidden")))
 
 extern const struct vp_backend vp_kthread_backend VP_HIDDEN;
+#ifdef PPL_HAVE_CLONE_RAW
+extern const struct vp_backend vp_process_backend VP_HIDDEN;
+/* A signal the process backend forwarded from the initial process gets its
+ * original si_code back (vp_process.c). */
+void vp_process_siginfo(siginfo_t *si) VP_HIDDEN;
+#endif
 
 /* The selected backend (the build default if none was). */
 const struct vp_backend *vp_backend_ops(void) VP_HIDDEN;

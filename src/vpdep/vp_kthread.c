@@ -212,31 +212,55 @@ static void kthread_adopt(struct vp *vp)
 
 static int kthread_kill(pid_t tid, int sig)
 {
-	return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : errno;
+	return syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), tid, sig) == 0 ? 0 : errno;
 }
 
 static int kthread_sigqueue(pid_t tid, int sig, siginfo_t *si)
 {
 	/* The kernel takes a forged si_code (< 0) only; to oneself, any. */
-	return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, si) == 0 ? 0 : errno;
+	return syscall(SYS_rt_tgsigqueueinfo, (pid_t)syscall(SYS_getpid), tid, sig, si) == 0 ? 0 : errno;
 }
 
 static int kthread_kill_process(int sig, siginfo_t *si)
 {
-	if (si != NULL && syscall(SYS_rt_sigqueueinfo, getpid(), sig, si) == 0)
+	if (si != NULL && syscall(SYS_rt_sigqueueinfo, (pid_t)syscall(SYS_getpid), sig, si) == 0)
 		return 0;
-	return syscall(SYS_kill, getpid(), sig) == 0 ? 0 : errno;   /* not libppl's kill */
+	return syscall(SYS_kill, (pid_t)syscall(SYS_getpid), sig) == 0 ? 0 : errno;   /* not libppl's kill */
 }
 
 static bool kthread_ours(pid_t pid)
 {
-	return pid == getpid();
+	return pid == (pid_t)syscall(SYS_getpid);
 }
 
 static int kthread_task_path(pid_t tid, const char *leaf, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "/proc/self/task/%d/%s", tid, leaf);
 	return n > 0 && (size_t)n < len ? 0 : ENAMETOOLONG;
+}
+
+static pid_t kthread_pid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
+static pid_t kthread_ppid(void)
+{
+	return (pid_t)syscall(SYS_getppid);
+}
+
+static int kthread_each(pid_t *pids, int max)
+{
+	if (max < 1)
+		return 0;
+	pids[0] = kthread_pid();
+	return 1;
+}
+
+static int kthread_in_group(pid_t tid, int (*fn)(void *), void *arg)
+{
+	(void)tid;
+	return fn(arg);   /* one thread group */
 }
 
 const struct vp_backend vp_kthread_backend = {
@@ -250,6 +274,10 @@ const struct vp_backend vp_kthread_backend = {
 	.kill_process = kthread_kill_process,
 	.ours = kthread_ours,
 	.task_path = kthread_task_path,
+	.pid = kthread_pid,
+	.ppid = kthread_ppid,
+	.each_process = kthread_each,
+	.in_group = kthread_in_group,
 };
 
 uintptr_t vp_kthread_handle(void)

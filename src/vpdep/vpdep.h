@@ -75,6 +75,29 @@ struct vp_backend {
 	bool (*ours)(pid_t pid);   /* si_pid names one of the process's VPs */
 	/* the /proc file `leaf` (stat, comm) of kernel thread tid into buf */
 	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
+	/* The program's process id and its parent's, as getpid and getppid
+	 * give them to the program on any VP. */
+	pid_t (*pid)(void);
+	pid_t (*ppid)(void);
+	/* In the child of fork (may be NULL): forget the parent's kernel
+	 * threads and processes. */
+	void (*fork_child)(void);
+	/* The thread groups (process ids) the program's kernel threads are
+	 * in, the initial process first: up to max into pids; how many. */
+	int (*each_process)(pid_t *pids, int max);
+	/* fn(arg) on a kernel thread of the thread group kernel thread tid
+	 * is in (what the kernel allows a group's own threads only); fn's
+	 * result. */
+	int (*in_group)(pid_t tid, int (*fn)(void *), void *arg);
+	/* A copy of a signal the program takes elsewhere, to drop without
+	 * running the handler (may be NULL: none). */
+	bool (*stray)(int sig, const siginfo_t *si);
+	/* After a credential change on the calling kernel thread (may be
+	 * NULL): the kernel resets what it ties to the old credentials. */
+	void (*creds_changed)(void);
+	/* fork and wait must run on VP 0's kernel thread, the initial one:
+	 * only its thread group's children are the program's. */
+	bool initial_only;
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
@@ -189,10 +212,29 @@ int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si);
  * 0 or -1/errno. */
 int vp_process_sigqueue(int sig, siginfo_t *si);
 /* This process's id: the owner token of process-shared objects, fork
- * stamps, si_pid of the signals libppl makes. */
+ * stamps, si_pid of the signals libppl makes; what getpid gives the
+ * program on every VP (with the process backend, the initial process's
+ * id in each VP process). */
 pid_t vp_process_id(void);
+/* What getppid gives the program: the initial process's parent. */
+pid_t vp_parent_process_id(void);
+/* si_pid names one of the program's own kernel threads' processes (the
+ * process, or with the process backend any of its VP processes). */
+bool vp_process_own(pid_t pid);
+/* A signal one of the program's processes sent (si_code <= 0) names the
+ * program as its sender: a VP process's pid becomes vp_process_id(). */
+void vp_siginfo_own(siginfo_t *si);
+/* The builder of a TLS block with the C library's layout for a kernel
+ * thread libppl makes itself (the process backend's VPs): vpindep's
+ * tls_glibc.c registers it at start-up.  build returns the thread
+ * pointer or NULL. */
+void vp_set_tls_builder(void *(*build)(void));
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
+/* True if fork and the wait calls must run on VP 0 (the initial kernel
+ * thread) to make and reap the program's children: with the process VP
+ * backend a VP process's children are its own, not the program's. */
+bool vp_children_on_initial(void);
 /* The calling kernel thread sleeps (clock_nanosleep's arguments): 0 or errno. */
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
 /* The calling kernel thread gives its CPU to another (sched_yield). */

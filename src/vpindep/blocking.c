@@ -82,9 +82,25 @@ CANCELLABLE(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval
 CANCELLABLE(int, pselect, (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts, const sigset_t *m), (n, r, w, e, ts, m))
 CANCELLABLE(int, epoll_wait, (int fd, struct epoll_event *ev, int n, int ms), (fd, ev, n, ms))
 CANCELLABLE(int, epoll_pwait, (int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m), (fd, ev, n, ms, m))
-CANCELLABLE(pid_t, wait, (int *st), (st))
-CANCELLABLE(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o))
-CANCELLABLE(int, waitid, (idtype_t t, id_t id, siginfo_t *i, int o), (t, id, i, o))
+/* The wait calls, on VP 0 if the VP backend needs it (fork.c). */
+#define CANCELLABLE_ON_INITIAL(ret, name, params, args)                            \
+	static ret initial_##name params;                                          \
+	CANCELLABLE_AS(initial_##name, ret, name, params, args)                    \
+	ret ppl_##name params                                                      \
+	{                                                                          \
+		struct vproc *home;                                                \
+		bool moved = ppl_initial_enter(&home);                             \
+		ret result = initial_##name args;                                  \
+		if (moved) {                                                       \
+			int saved_errno = errno;                                   \
+			ppl_initial_leave(home);                                   \
+			errno = saved_errno;                                       \
+		}                                                                  \
+		return result;                                                     \
+	}
+CANCELLABLE_ON_INITIAL(pid_t, wait, (int *st), (st))
+CANCELLABLE_ON_INITIAL(pid_t, waitpid, (pid_t p, int *st, int o), (p, st, o))
+CANCELLABLE_ON_INITIAL(int, waitid, (idtype_t t, id_t id, siginfo_t *i, int o), (t, id, i, o))
 BLOCKING(int, flock, (int fd, int op), (fd, op))
 /* The kernel's part of sigtimedwait (signal.c does the rest). */
 CANCELLABLE_AS(sys_sigtimedwait, int, sigtimedwait,

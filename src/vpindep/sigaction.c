@@ -70,7 +70,7 @@ static struct sigaction wrapped_action(const struct sigaction *a)
  * own for the call the thread made (SIGPIPE, SIGXFSZ). */
 static bool directed_here(int sig, const siginfo_t *si)
 {
-	if (si->si_pid != vp_process_id())
+	if (!vp_process_own(si->si_pid))
 		return false;
 	if (si->si_code == SI_TKILL)
 		return true;
@@ -89,6 +89,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		}
 		return;
 	}
+	vp_siginfo_own(si);   /* a VP process's pid is the program's */
 	siginfo_t tkill;
 	struct vproc *here_vp = (struct vproc *)vp_current();
 	struct ult *here = here_vp ? here_vp->current : NULL;

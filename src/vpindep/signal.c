@@ -417,6 +417,8 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 		if (r > 0)
 			break;
 		r = sys_sigtimedwait(set, &si, ts);
+		if (r > 0)
+			vp_siginfo_own(&si);   /* the sender as the program knows it */
 		void *target = r > 0 ? vp_poke_target(&si) : NULL;
 		if (target == NULL)
 			break;

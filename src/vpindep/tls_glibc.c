@@ -346,13 +346,9 @@ static char *low_block(void)
 	return allocate_tls(tp);   /* fresh zero pages: only the DTV is malloc'ed */
 }
 
-void *tls_block_new(void)
+/* Initialise a block from ld.so's allocator and list it (tls_after_dlopen). */
+static void *block_publish(char *tp)
 {
-	char *tp = low_block();
-	if (tp == NULL)
-		tp = allocate_tls(NULL);
-	if (tp == NULL)
-		return NULL;
 	block_init(tp);
 	spin_lock(&blocks_lock);
 	if (nblocks == cap_blocks) {
@@ -374,6 +370,42 @@ void *tls_block_new(void)
 		keep(d);
 	spin_unlock(&blocks_lock);
 	return tp;
+}
+
+void *tls_block_new(void)
+{
+	char *tp = low_block();
+	if (tp == NULL)
+		tp = allocate_tls(NULL);
+	if (tp == NULL)
+		return NULL;
+	return block_publish(tp);
+}
+
+/* The process VP backend's kernel threads have no C library thread behind
+ * them: each gets a block like a user thread's (vp_set_tls_builder), in
+ * either TLS mode.  The gate runs on first use if tls_mode_init did not
+ * run it: on the initial thread, where start-up makes the first VP. */
+static void *kthread_block(void)
+{
+	static _Atomic int state;   /* 0 not known yet, 1 usable, 2 refused */
+	int s = atomic_load_explicit(&state, memory_order_acquire);
+	if (s == 0) {
+		const char *why = L != NULL ? NULL : gate();
+		if (why != NULL) {
+			char buf[256];
+			int n = snprintf(buf, sizeof buf, "libppl: no TLS block for a VP process (%s)\n",
+					 why);
+			if (n > 0)
+				vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+		}
+		s = why == NULL ? 1 : 2;
+		atomic_store_explicit(&state, s, memory_order_release);
+	}
+	if (s != 1)
+		return NULL;
+	char *tp = allocate_tls(NULL);
+	return tp ? block_publish(tp) : NULL;
 }
 
 void tls_block_set_stack(void *tp, void *lo, size_t size)
@@ -491,6 +523,7 @@ const char *tls_mode_name(void)
 
 void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 {
+	vp_set_tls_builder(kthread_block);
 	if (!want_per_thread)
 		return;
 	const char *why = gate();
