@@ -144,3 +144,49 @@ int vp_kthread_sigtimedwait(uint64_t set, siginfo_t *si, const struct timespec *
 		vp_siginfo_own(si);
 	return r;
 }
+
+/* ---- per-process state: on the right process (docs/vpdep.md) --------------------------- */
+
+struct itimer_call {
+	int which;
+	const struct itimerval *nv;
+	struct itimerval *ov;
+	int err;
+};
+
+static int itimer_here(void *arg)
+{
+	struct itimer_call *c = arg;
+	long r = c->nv != NULL ? syscall(SYS_setitimer, c->which, c->nv, c->ov)
+			       : syscall(SYS_getitimer, c->which, c->ov);
+	c->err = r < 0 ? errno : 0;
+	return 0;
+}
+
+int vp_process_itimer(int which, const struct itimerval *nv, struct itimerval *ov)
+{
+	struct itimer_call c = { which, nv, ov, 0 };
+	vp_backend_ops()->in_group(vp_process_id(), itimer_here, &c);
+	return minus_errno(c.err);
+}
+
+int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol)
+{
+	const struct vp_backend *b = vp_backend_ops();
+	if (pid != 0 && !b->ours(pid))
+		return (int)syscall(SYS_prlimit64, pid, resource, nl, ol);
+	if (syscall(SYS_prlimit64, 0, resource, nl, ol) != 0)
+		return -1;
+	if (nl == NULL)
+		return 0;
+	/* The program's other processes (the process backend's VPs): the
+	 * same limit, which the caller's own call just showed is allowed. */
+	int saved = errno;
+	pid_t pids[64], self = (pid_t)syscall(SYS_getpid);
+	int n = b->each_process(pids, 64);
+	for (int i = 0; i < n; i++)
+		if (pids[i] != self)
+			syscall(SYS_prlimit64, pids[i], resource, nl, NULL);
+	errno = saved;
+	return 0;
+}

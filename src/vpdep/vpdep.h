@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -229,6 +231,13 @@ void vp_siginfo_own(siginfo_t *si);
  * tls_glibc.c registers it at start-up.  build returns the thread
  * pointer or NULL. */
 void vp_set_tls_builder(void *(*build)(void));
+/* State the kernel keeps per process that the program's every kernel
+ * thread must share, whatever the VP backend makes them of (task.c).  The
+ * interval timers (getitimer if nv is NULL, else setitimer): on the
+ * initial process.  Resource limits (prlimit; pid 0 or the program's:
+ * the program): on every process of the program.  -1 and errno. */
+int vp_process_itimer(int which, const struct itimerval *nv, struct itimerval *ov);
+int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
 /* True if fork and the wait calls must run on VP 0 (the initial kernel

@@ -4,8 +4,8 @@
  * process-directed signal taken once with the program as its sender,
  * exit, _exit, abort and a fatal signal in a thread running on another
  * kernel thread than the initial one ending the whole program with that
- * status, a child forked on one kernel thread waited for on another, and
- * SIGKILL of the program leaving none of its processes behind.
+ * status, a child forked on one kernel thread waited for on another, the
+ * alarm and a resource limit set on one seen on the others, and SIGKILL of the program leaving none of its processes behind.
  *
  * Each ending runs in a child of a supervisor that made itself the
  * children's subreaper: every process the child leaves behind becomes the
@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "tp_util.h"
@@ -158,6 +159,52 @@ static void test_forkwait(void)
 	CHECK(wait(&st) == -1 && errno == ECHILD);
 }
 
+/* ---- per-process state set on one kernel thread, seen on another ------------------------ */
+
+static struct rlimit nofile;
+
+static void *set_off_initial(void *arg)
+{
+	(void)arg;
+	move_off_initial();
+	CHECK(alarm(100) == 0);
+	struct rlimit l = { nofile.rlim_cur - 1, nofile.rlim_max };
+	CHECK(setrlimit(RLIMIT_NOFILE, &l) == 0);
+	return NULL;
+}
+
+static void *check_off_initial(void *arg)
+{
+	(void)arg;
+	move_off_initial();
+	struct rlimit l;
+	CHECK(getrlimit(RLIMIT_NOFILE, &l) == 0);
+	CHECK(l.rlim_cur == nofile.rlim_cur - 1);
+	struct itimerval it;
+	CHECK(getitimer(ITIMER_REAL, &it) == 0);
+	CHECK(it.it_value.tv_sec >= 95);
+	return NULL;
+}
+
+static void test_procwide(void)
+{
+	unsigned watchdog = alarm(0);
+	CHECK(getrlimit(RLIMIT_NOFILE, &nofile) == 0);
+	CHECK(nofile.rlim_cur > 16);
+	pthread_t t[4];
+	CHECK_OK(pthread_create(&t[0], NULL, set_off_initial, NULL));
+	CHECK_OK(pthread_join(t[0], NULL));
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(pthread_create(&t[i], NULL, check_off_initial, NULL));
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(pthread_join(t[i], NULL));
+	struct rlimit l;
+	CHECK(getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur == nofile.rlim_cur - 1);
+	unsigned left = alarm(watchdog);   /* the alarm the thread set: one timer */
+	CHECK(left >= 95 && left <= 100);
+	CHECK(setrlimit(RLIMIT_NOFILE, &nofile) == 0);
+}
+
 /* ---- endings, in a child ----------------------------------------------------------------- */
 
 static const char *ending;
@@ -269,6 +316,7 @@ int main(void)
 	test_ids();
 	test_kill();
 	test_forkwait();
+	test_procwide();
 	puts("vpsem: ok");
 	return 0;
 }
