@@ -279,17 +279,18 @@ static void reaper_main(void *unused)
  * waits for all of them.  It sends the signal on to a VP process that does
  * not block it (or waits for it in sigwait: the kernel's SigBlk then
  * leaves it out), as the kernel would pick another thread of one thread
- * group; to VP 0's kernel thread if none does now, where it stays pending
- * until VP 0 unblocks it.  The kernel takes a siginfo to another process
+ * group; if none does now, it keeps it and offers it again every 2 ms, as
+ * the kernel keeps it pending on the thread group.  The kernel takes a siginfo to another process
  * only with a negative si_code: the copy is SI_QUEUE with the original
  * code in si_errno, which vp_siginfo_own puts back where the program
  * reads the siginfo. */
 #define FWD_MARK 0x66770000   /* "fw" */
 
-static bool blocks(pid_t pid, int sig)
+/* Whether kernel thread tid (of thread group tgid) blocks sig now. */
+static bool blocks(pid_t tgid, pid_t tid, int sig)
 {
-	char path[48], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)tgid, (int)tid);
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;
@@ -305,22 +306,23 @@ static bool blocks(pid_t pid, int sig)
 	return (m >> (sig - 1)) & 1;
 }
 
-static void forward(int sig, const siginfo_t *si)
+/* Queue the forwarded copy f to VP 0's kernel thread or a VP process that
+ * does not block it now; false if none takes it. */
+static bool forward(int sig, siginfo_t *f)
 {
-	siginfo_t f = *si;
-	f.si_errno = FWD_MARK | ((si->si_code + 0x8000) & 0xffff);
-	f.si_code = SI_QUEUE;
+	pid_t p = program();
+	if (!blocks(p, p, sig) && syscall(SYS_rt_tgsigqueueinfo, p, p, sig, f) == 0)
+		return true;
 	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
 	for (int i = 0; i < hi; i++) {
 		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
 		if (pid <= 0 || atomic_load_explicit(&procs[i].ending, memory_order_acquire) ||
-		    blocks(pid, sig))
+		    blocks(pid, pid, sig))
 			continue;
-		if (syscall(SYS_rt_tgsigqueueinfo, pid, pid, sig, &f) == 0)
-			return;
+		if (syscall(SYS_rt_tgsigqueueinfo, pid, pid, sig, f) == 0)
+			return true;
 	}
-	pid_t p = program();
-	syscall(SYS_rt_tgsigqueueinfo, p, p, sig, &f);
+	return false;
 }
 
 void vp_process_siginfo(siginfo_t *si)
@@ -331,20 +333,38 @@ void vp_process_siginfo(siginfo_t *si)
 	si->si_errno = 0;
 }
 
+/* A signal no kernel thread takes now stays here, as it would stay
+ * pending on a thread group, and is offered again every HOLD_NS: one per
+ * signal number (a real-time signal's queue merges here). */
+#define HOLD_NS 2000000
+
 static void forwarder_main(void *unused)
 {
 	(void)unused;
 	vp_kthread_set_name(0, "ppl-vpsignals");
-	uint64_t set = ~0ULL;
+	uint64_t set = ~0ULL, held = 0;
+	static siginfo_t kept[65];
 	const int never[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
 			      32, 33, 63, 64 };   /* C library's and libppl's own */
 	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
 		set &= ~(1ULL << (never[i] - 1));
 	for (;;) {
 		siginfo_t si;
-		int sig = (int)syscall(SYS_rt_sigtimedwait, &set, &si, NULL, sizeof set);
-		if (sig > 0)
-			forward(sig, &si);
+		struct timespec hold = { 0, HOLD_NS };
+		int sig = (int)syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
+		if (sig > 0) {
+			siginfo_t *f = &kept[sig];
+			*f = si;
+			f->si_errno = FWD_MARK | ((si.si_code + 0x8000) & 0xffff);
+			f->si_code = SI_QUEUE;
+			if (!forward(sig, f))
+				held |= 1ULL << (sig - 1);
+		}
+		for (uint64_t h = held; h != 0; h &= h - 1) {
+			int s = __builtin_ctzll(h) + 1;
+			if (forward(s, &kept[s]))
+				held &= ~(1ULL << (s - 1));
+		}
 	}
 }
 
