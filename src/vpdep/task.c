@@ -95,6 +95,13 @@ void vp_siginfo_own(siginfo_t *si)
 		si->si_pid = me;
 }
 
+void vp_signal_catcher_started(void)
+{
+#ifdef PPL_HAVE_CLONE_RAW
+	vp_process_catcher_started();   /* its forwarder stands down */
+#endif
+}
+
 bool vp_children_on_initial(void)
 {
 	return vp_backend_ops()->initial_only;

@@ -14,6 +14,7 @@ extern const struct vp_backend vp_process_backend VP_HIDDEN;
 /* A signal the process backend forwarded from the initial process gets its
  * original si_code back (vp_process.c). */
 void vp_process_siginfo(siginfo_t *si) VP_HIDDEN;
+void vp_process_catcher_started(void) VP_HIDDEN;
 #endif
 
 /* The selected backend (the build default if none was). */

@@ -338,20 +338,46 @@ void vp_process_siginfo(siginfo_t *si)
  * signal number (a real-time signal's queue merges here). */
 #define HOLD_NS 2000000
 
+/* libppl's own catcher of process-directed signals (PPL_PROCESS_SIGNALS=
+ * thread, sigroute.c) takes them in the initial process and routes them
+ * through memory every VP shares: the forwarder stands down (the two
+ * competing lost signals).  The catcher wakes it with a marked SIGURG. */
+#define STOP_MARK 0x73746f70   /* "stop" */
+static _Atomic bool catcher_runs;
+static _Atomic pid_t forwarder_tid;
+
+void vp_process_catcher_started(void)
+{
+	atomic_store_explicit(&catcher_runs, true, memory_order_release);
+	pid_t t = atomic_load_explicit(&forwarder_tid, memory_order_acquire);
+	if (t == 0)
+		return;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = SIGURG;
+	si.si_code = SI_QUEUE;
+	si.si_errno = STOP_MARK;
+	si.si_pid = program();
+	syscall(SYS_rt_tgsigqueueinfo, program(), t, SIGURG, &si);
+}
+
 static void forwarder_main(void *unused)
 {
 	(void)unused;
 	vp_kthread_set_name(0, "ppl-vpsignals");
+	atomic_store_explicit(&forwarder_tid, (pid_t)syscall(SYS_gettid), memory_order_release);
 	uint64_t set = ~0ULL, held = 0;
 	static siginfo_t kept[65];
 	const int never[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
 			      32, 33, 63, 64 };   /* C library's and libppl's own */
 	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
 		set &= ~(1ULL << (never[i] - 1));
-	for (;;) {
+	while (!atomic_load_explicit(&catcher_runs, memory_order_acquire)) {
 		siginfo_t si;
 		struct timespec hold = { 0, HOLD_NS };
 		int sig = (int)syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
+		if (sig == SIGURG && si.si_code == SI_QUEUE && si.si_errno == STOP_MARK)
+			sig = 0;
 		if (sig > 0) {
 			siginfo_t *f = &kept[sig];
 			*f = si;
@@ -366,6 +392,12 @@ static void forwarder_main(void *unused)
 				held &= ~(1ULL << (s - 1));
 		}
 	}
+	/* What it still holds goes back to the process, for the catcher. */
+	for (; held != 0; held &= held - 1) {
+		int s = __builtin_ctzll(held) + 1;
+		syscall(SYS_rt_sigqueueinfo, program(), s, &kept[s]);
+	}
+	atomic_store_explicit(&forwarder_tid, 0, memory_order_release);
 }
 
 /* The manager and the reaper, once per process (again in a fork child).
@@ -575,6 +607,8 @@ static void process_fork_child(void)
 	atomic_store_explicit(&nchildren, 0, memory_order_relaxed);
 	atomic_store_explicit(&req.lock, 0, memory_order_relaxed);
 	atomic_store_explicit(&managers, 0, memory_order_relaxed);
+	atomic_store_explicit(&catcher_runs, false, memory_order_relaxed);
+	atomic_store_explicit(&forwarder_tid, 0, memory_order_relaxed);
 	atomic_store_explicit(&program_pid, raw_getpid(), memory_order_release);
 }
 

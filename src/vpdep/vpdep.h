@@ -240,6 +240,10 @@ int vp_process_itimer(int which, const struct itimerval *nv, struct itimerval *o
 int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
+/* Called by libppl's catcher of process-directed signals (sigroute.c) as
+ * it starts: it takes them in the initial process itself, so the process
+ * VP backend's forwarder must not compete for them. */
+void vp_signal_catcher_started(void);
 /* True if fork and the wait calls must run on VP 0 (the initial kernel
  * thread) to make and reap the program's children: with the process VP
  * backend a VP process's children are its own, not the program's. */
