@@ -149,17 +149,25 @@ static bool listed(const struct xid_task *t, size_t n, pid_t tid)
  * is published, see below). */
 static long scan_one(pid_t tgid, struct xid_task **t, size_t *n, size_t *cap);
 
+struct scan_all {
+	struct xid_task **t;
+	size_t *n, *cap;
+	long added;
+};
+
+static void scan_group(pid_t tgid, void *arg)
+{
+	struct scan_all *s = arg;
+	long a = scan_one(tgid, s->t, s->n, s->cap);
+	if (a >= 0)
+		s->added = (s->added < 0 ? 0 : s->added) + a;
+}
+
 static long scan(struct xid_task **t, size_t *n, size_t *cap)
 {
-	pid_t pids[64];
-	int np = vp_backend_ops()->each_process(pids, 64);
-	long added = -1;
-	for (int i = 0; i < np; i++) {
-		long a = scan_one(pids[i], t, n, cap);
-		if (a >= 0)
-			added = (added < 0 ? 0 : added) + a;
-	}
-	return added;
+	struct scan_all s = { t, n, cap, -1 };
+	vp_backend_ops()->each_process(scan_group, &s);
+	return s.added;
 }
 
 static long scan_one(pid_t tgid, struct xid_task **t, size_t *n, size_t *cap)

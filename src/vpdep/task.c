@@ -177,6 +177,19 @@ int vp_process_itimer(int which, const struct itimerval *nv, struct itimerval *o
 	return minus_errno(c.err);
 }
 
+struct limit_all {
+	pid_t self;
+	int resource;
+	const struct rlimit *nl;
+};
+
+static void limit_one(pid_t pid, void *arg)
+{
+	struct limit_all *a = arg;
+	if (pid != a->self)
+		syscall(SYS_prlimit64, pid, a->resource, a->nl, NULL);
+}
+
 int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol)
 {
 	const struct vp_backend *b = vp_backend_ops();
@@ -189,11 +202,27 @@ int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct 
 	/* The program's other processes (the process backend's VPs): the
 	 * same limit, which the caller's own call just showed is allowed. */
 	int saved = errno;
-	pid_t pids[64], self = (pid_t)syscall(SYS_getpid);
-	int n = b->each_process(pids, 64);
-	for (int i = 0; i < n; i++)
-		if (pids[i] != self)
-			syscall(SYS_prlimit64, pids[i], resource, nl, NULL);
+	struct limit_all a = { (pid_t)syscall(SYS_getpid), resource, nl };
+	b->each_process(limit_one, &a);
 	errno = saved;
 	return 0;
+}
+
+static void cputime_add(pid_t pid, void *arg)
+{
+	/* The kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED). */
+	clockid_t c = (clockid_t)((~(unsigned)pid) << 3) | 2;
+	struct timespec ts;
+	if (syscall(SYS_clock_gettime, c, &ts) == 0)
+		*(int64_t *)arg += timespec_to_ns(&ts);
+}
+
+int64_t vp_process_cputime_ns(void)
+{
+	const struct vp_backend *b = vp_backend_ops();
+	if (!b->initial_only)
+		return -1;   /* one thread group: the kernel's clock is the program's */
+	int64_t sum = 0;
+	b->each_process(cputime_add, &sum);
+	return sum;
 }

@@ -249,11 +249,9 @@ static pid_t kthread_ppid(void)
 	return (pid_t)syscall(SYS_getppid);
 }
 
-static int kthread_each(pid_t *pids, int max)
+static int kthread_each(void (*fn)(pid_t pid, void *arg), void *arg)
 {
-	if (max < 1)
-		return 0;
-	pids[0] = kthread_pid();
+	fn(kthread_pid(), arg);
 	return 1;
 }
 

@@ -645,16 +645,17 @@ static int process_in_group(pid_t tid, int (*fn)(void *), void *arg)
 	return ask_call(REQ_CALL, NULL, NULL, arg, fn);
 }
 
-static int process_each(pid_t *pids, int max)
+static int process_each(void (*fn)(pid_t pid, void *arg), void *arg)
 {
-	int n = 0;
-	if (n < max)
-		pids[n++] = program();
+	int n = 1;
+	fn(program(), arg);
 	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
-	for (int i = 0; i < hi && n < max; i++) {
+	for (int i = 0; i < hi; i++) {
 		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
-		if (pid > 0)
-			pids[n++] = pid;
+		if (pid > 0) {
+			fn(pid, arg);
+			n++;
+		}
 	}
 	return n;
 }

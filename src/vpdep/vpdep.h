@@ -84,9 +84,9 @@ struct vp_backend {
 	/* In the child of fork (may be NULL): forget the parent's kernel
 	 * threads and processes. */
 	void (*fork_child)(void);
-	/* The thread groups (process ids) the program's kernel threads are
-	 * in, the initial process first: up to max into pids; how many. */
-	int (*each_process)(pid_t *pids, int max);
+	/* fn(pid, arg) for each thread group (process id) the program's
+	 * kernel threads are in, the initial process first; how many. */
+	int (*each_process)(void (*fn)(pid_t pid, void *arg), void *arg);
 	/* fn(arg) on a kernel thread of the thread group kernel thread tid
 	 * is in (what the kernel allows a group's own threads only); fn's
 	 * result. */
@@ -238,6 +238,11 @@ void vp_set_tls_builder(void *(*build)(void));
  * the program): on every process of the program.  -1 and errno. */
 int vp_process_itimer(int which, const struct itimerval *nv, struct itimerval *ov);
 int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol);
+/* The program's CPU time in ns when it is not the calling process's
+ * (CLOCK_PROCESS_CPUTIME_ID counts one process: the sum over the process
+ * VP backend's processes, those alive); -1 when the kernel's clock is the
+ * program's (one process). */
+int64_t vp_process_cputime_ns(void);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
 /* Called by libppl's catcher of process-directed signals (sigroute.c) as
