@@ -201,7 +201,7 @@ void retire_halt_point(struct vproc *v)
 {
 	atomic_store_explicit(&v->halt_ack, 1, memory_order_seq_cst);
 	for (;;) {
-		uint32_t seen = atomic_load_explicit(&v->vp.wakeword, memory_order_acquire);
+		uint32_t seen = vp_wake_count(&v->vp);
 		int h = atomic_load_explicit(&v->halt, memory_order_seq_cst);
 		if (h == 0) {
 			atomic_store_explicit(&v->halt_ack, 0, memory_order_seq_cst);
