@@ -68,22 +68,35 @@ int vp_process_kthreads(void)
 	return n;
 }
 
-int vp_kthread_set_name(int tid, const char *name)
+struct comm_write {
+	int tid;
+	const char *name;
+};
+
+/* The kernel takes a comm write from the thread group itself only. */
+static int comm_write(void *arg)
 {
-	if (tid == 0)
-		return syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) == 0 ? 0 : errno;
+	struct comm_write *c = arg;
 	char path[64];
-	int err = vp_backend_ops()->task_path(tid, "comm", path, sizeof path);
+	int err = vp_backend_ops()->task_path(c->tid, "comm", path, sizeof path);
 	if (err)
 		return err;
 	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	size_t n = strlen(name);
-	long r = syscall(SYS_write, (int)fd, name, n);
+	size_t n = strlen(c->name);
+	long r = syscall(SYS_write, (int)fd, c->name, n);
 	err = r == (long)n ? 0 : r < 0 ? errno : EIO;
 	syscall(SYS_close, (int)fd);
 	return err;
+}
+
+int vp_kthread_set_name(int tid, const char *name)
+{
+	if (tid == 0)
+		return syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) == 0 ? 0 : errno;
+	struct comm_write c = { tid, name };
+	return vp_backend_ops()->in_group(tid, comm_write, &c);
 }
 
 int vp_process_name(char *buf, size_t len)

@@ -11,14 +11,14 @@
  *
  * So libppl does the same with its own handler on the same signal (which
  * applications cannot use: glibc's sigaction refuses it and libppl's masks
- * never block it): the caller makes the call on its own kernel thread, then
- * every other kernel thread the backend lists (its each_task op; kthread:
- * /proc/self/task, so VPs, spares, the monitor, and threads libppl did not
- * make, such as the C library's own helpers, which a list of libppl's own
- * kernel threads would miss) gets SIGSETXID and repeats it; the caller
- * waits for each, then lists the tasks again until it finds none it has
- * not done, so that a kernel thread created meanwhile by one not yet done
- * is done too.  As in glibc, a call that fails everywhere (EPERM) changes
+ * never block it): every other kernel thread the backend lists (its
+ * each_task op; kthread: /proc/self/task, so VPs, spares, the monitor, and
+ * threads libppl did not make, such as the C library's own helpers, which a
+ * list of libppl's own kernel threads would miss; process: every VP
+ * process's too) gets SIGSETXID and repeats the call; the caller waits for
+ * each, then lists the tasks again until it finds none it has not done, so
+ * that a kernel thread created meanwhile by one not yet done is done too;
+ * then it makes the call on its own kernel thread, last, as glibc does.  As in glibc, a call that fails everywhere (EPERM) changes
  * nothing and returns the error, and one whose result differs between
  * kernel threads (credentials made to differ with a raw system call) is
  * reported for the caller to abort. */
@@ -40,7 +40,7 @@
 struct xid_task {
 	_Atomic pid_t tid;
 	_Atomic int done;     /* 1 once its handler made the call */
-	int err;              /* that call's errno, 0 on success */
+	int err;              /* that call's errno, 0 on success; -1 not compared */
 };
 
 /* The broadcast in progress: one at a time (xid_lock). */
@@ -88,6 +88,8 @@ static void xid_handler(int sig, siginfo_t *si, void *uc)
 			continue;
 		long r = syscall(xid.nr, xid.arg[0], xid.arg[1], xid.arg[2]);
 		t[i].err = r < 0 ? errno : 0;
+		if (vp_backend_ops()->creds_changed != NULL)
+			vp_backend_ops()->creds_changed();
 		atomic_store_explicit(&t[i].done, 1, memory_order_release);
 		atomic_fetch_add_explicit(&xid.answers, 1, memory_order_release);
 		futex_sys(&xid.answers, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
@@ -192,8 +194,6 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	xid_install();
 	lock();
 	pid_t self = (pid_t)syscall(SYS_gettid);
-	long r = syscall(nr, a0, a1, a2);
-	int err = r < 0 ? errno : 0;
 	xid.nr = nr;
 	xid.arg[0] = a0;
 	xid.arg[1] = a1;
@@ -216,10 +216,10 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 		for (size_t i = sent; i < n; i++) {
 			pid_t tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
 			if (tid == self) {
-				t[i].err = err;
+				t[i].err = -1;
 				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
 			} else if (ops->kill(tid, SIGSETXID) != 0) {
-				t[i].err = err;   /* gone: nothing to compare */
+				t[i].err = -1;   /* gone: nothing to compare */
 				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
 			}
 		}
@@ -237,16 +237,24 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 				if (!atomic_load_explicit(&t[i].done, memory_order_acquire) &&
 				    ops->kill(tid, 0) == ESRCH &&
 				    !atomic_load_explicit(&t[i].done, memory_order_acquire)) {
-					t[i].err = err;
+					t[i].err = -1;
 					atomic_store_explicit(&t[i].done, 1, memory_order_release);
 				}
 			}
-			if (t[i].err != err && *bad_tid == 0) {
-				*bad_tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
-				*bad_err = t[i].err;
-			}
 		}
 	}
+	/* The caller last, as glibc does: with its credentials changed first,
+	 * it might no longer be allowed to signal the others (the kernel
+	 * checks only between processes: the process VP backend's). */
+	long r = syscall(nr, a0, a1, a2);
+	int err = r < 0 ? errno : 0;
+	if (ops->creds_changed != NULL)
+		ops->creds_changed();
+	for (size_t i = 0; i < n; i++)
+		if (t[i].err != -1 && t[i].err != err && *bad_tid == 0) {
+			*bad_tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
+			*bad_err = t[i].err;
+		}
 	atomic_store_explicit(&xid.tasks, NULL, memory_order_release);
 	atomic_store_explicit(&xid.ntasks, 0, memory_order_release);
 	unlock();

@@ -33,6 +33,9 @@ int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 
 bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
 {
+	const struct vp_backend *b = vp_backend_ops();
+	if (b->stray != NULL && b->stray(sig, si))
+		return true;   /* handled elsewhere: as if put off for good */
 	struct vp *vp = vp_current();
 	if (vp == NULL || vp->crit == 0)
 		return false;
@@ -44,7 +47,6 @@ bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
 	memcpy(&again, si, sizeof again);
 	/* To ourselves, so the kernel accepts any si_code (rt_tgsigqueueinfo(2)). */
 	pid_t tid = (pid_t)syscall(SYS_gettid);
-	const struct vp_backend *b = vp_backend_ops();
 	if (b->sigqueue(tid, sig, &again) != 0)
 		b->kill(tid, sig);   /* the queue is full: no siginfo */
 	errno = saved;

@@ -80,7 +80,43 @@ int vp_process_sigqueue(int sig, siginfo_t *si)
 
 pid_t vp_process_id(void)
 {
-	return getpid();
+	return vp_backend_ops()->pid();
+}
+
+pid_t vp_parent_process_id(void)
+{
+	return vp_backend_ops()->ppid();
+}
+
+bool vp_process_own(pid_t pid)
+{
+	return vp_backend_ops()->ours(pid);
+}
+
+void vp_siginfo_own(siginfo_t *si)
+{
+	if (si == NULL)
+		return;
+#ifdef PPL_HAVE_PROCESS_BACKEND
+	vp_process_siginfo(si);   /* a forwarded signal's own code */
+#endif
+	if (si->si_code > 0 || si->si_code == SI_TIMER)
+		return;
+	pid_t me = vp_process_id();
+	if (si->si_pid != me && vp_process_own(si->si_pid))
+		si->si_pid = me;
+}
+
+void vp_signal_catcher_started(void)
+{
+#ifdef PPL_HAVE_PROCESS_BACKEND
+	vp_process_catcher_started();   /* its forwarder stands down */
+#endif
+}
+
+bool vp_children_on_initial(void)
+{
+	return vp_backend_ops()->initial_only;
 }
 
 bool vp_is_initial_kthread(void)
@@ -90,7 +126,7 @@ bool vp_is_initial_kthread(void)
 
 pid_t vp_initial_kthread_id(void)
 {
-	return getpid();   /* one thread group: its leader's tid is the pid */
+	return vp_process_id();   /* the initial process's leader: its tid is the program's pid */
 }
 
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
@@ -127,5 +163,83 @@ int vp_process_kill(int sig)
 
 int vp_kthread_sigtimedwait(uint64_t set, siginfo_t *si, const struct timespec *timeout)
 {
-	return (int)syscall(SYS_rt_sigtimedwait, &set, si, timeout, sizeof set);
+	int r = (int)syscall(SYS_rt_sigtimedwait, &set, si, timeout, sizeof set);
+	if (r > 0)
+		vp_siginfo_own(si);
+	return r;
+}
+
+/* ---- per-process state: on the right process (docs/vpdep.md) --------------------------- */
+
+struct itimer_call {
+	int which;
+	const struct itimerval *nv;
+	struct itimerval *ov;
+	int err;
+};
+
+static int itimer_here(void *arg)
+{
+	struct itimer_call *c = arg;
+	long r = c->nv != NULL ? syscall(SYS_setitimer, c->which, c->nv, c->ov)
+			       : syscall(SYS_getitimer, c->which, c->ov);
+	c->err = r < 0 ? errno : 0;
+	return 0;
+}
+
+int vp_process_itimer(int which, const struct itimerval *nv, struct itimerval *ov)
+{
+	struct itimer_call c = { which, nv, ov, 0 };
+	vp_backend_ops()->in_group(vp_process_id(), itimer_here, &c);
+	return minus_errno(c.err);
+}
+
+struct limit_all {
+	pid_t self;
+	int resource;
+	const struct rlimit *nl;
+};
+
+static void limit_one(pid_t pid, void *arg)
+{
+	struct limit_all *a = arg;
+	if (pid != a->self)
+		syscall(SYS_prlimit64, pid, a->resource, a->nl, NULL);
+}
+
+int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol)
+{
+	const struct vp_backend *b = vp_backend_ops();
+	if (pid != 0 && !b->ours(pid))
+		return (int)syscall(SYS_prlimit64, pid, resource, nl, ol);
+	if (syscall(SYS_prlimit64, 0, resource, nl, ol) != 0)
+		return -1;
+	if (nl == NULL)
+		return 0;
+	/* The program's other processes (the process backend's VPs): the
+	 * same limit, which the caller's own call just showed is allowed. */
+	int saved = errno;
+	struct limit_all a = { (pid_t)syscall(SYS_getpid), resource, nl };
+	b->each_process(limit_one, &a);
+	errno = saved;
+	return 0;
+}
+
+static void cputime_add(pid_t pid, void *arg)
+{
+	/* The kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED). */
+	clockid_t c = (clockid_t)((~(unsigned)pid) << 3) | 2;
+	struct timespec ts;
+	if (syscall(SYS_clock_gettime, c, &ts) == 0)
+		*(int64_t *)arg += timespec_to_ns(&ts);
+}
+
+int64_t vp_process_cputime_ns(void)
+{
+	const struct vp_backend *b = vp_backend_ops();
+	if (!b->initial_only)
+		return -1;   /* one thread group: the kernel's clock is the program's */
+	int64_t sum = 0;
+	b->each_process(cputime_add, &sum);
+	return sum;
 }

@@ -35,6 +35,9 @@
 static const struct vp_backend *const backends[] = {
 	&vp_kthread_backend,
 	&vp_clone_backend,
+#ifdef PPL_HAVE_PROCESS_BACKEND
+	&vp_process_backend,
+#endif
 };
 
 /* Set once at start-up (vp_backend_select) and read by every VP after. */
@@ -358,7 +361,7 @@ int vp_poke(struct vp *vp, int sig, void *target)
 	si.si_signo = sig;
 	si.si_errno = POKE_MARK;
 	si.si_code = SI_QUEUE;
-	si.si_pid = getpid();
+	si.si_pid = vp_process_id();
 	si.si_uid = getuid();
 	si.si_value.sival_ptr = target;
 	int saved = errno;
@@ -442,5 +445,8 @@ bool vp_take_signal(int sig, siginfo_t *si)
 {
 	uint64_t one = 1ULL << (sig - 1);
 	const struct timespec zero = {0, 0};
-	return syscall(SYS_rt_sigtimedwait, &one, si, &zero, sizeof one) == sig;
+	if (syscall(SYS_rt_sigtimedwait, &one, si, &zero, sizeof one) != sig)
+		return false;
+	vp_siginfo_own(si);
+	return true;
 }

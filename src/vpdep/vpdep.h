@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -63,7 +65,7 @@ struct vp {
 #define VP_CLASS_PRIO(c) ((c) & 0xff)
 
 /* A VP backend: kernel threads made by the C library ("kthread") or by raw
- * clone ("clone"); processes later.
+ * clone ("clone"), or processes sharing the address space ("process").
  * Only vpdep's own files see the table (docs/vpdep.md: adding a backend). */
 struct vp_backend {
 	const char *name;
@@ -85,12 +87,33 @@ struct vp_backend {
 	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
 	/* fn(tid, arg) for every kernel thread of the process that signals
 	 * reach through `kill`, the VPs and those libppl did not make (the C
-	 * library's own helpers, a raw clone's): 0, or errno if they cannot be
-	 * listed.  vp_setxid's broadcast. */
+	 * library's own helpers, a raw clone's), and with the process backend
+	 * every VP process's: 0, or errno if they cannot be listed.
+	 * vp_setxid's broadcast. */
 	int (*each_task)(void (*fn)(pid_t tid, void *arg), void *arg);
 	/* optional: in fork's child, on the only kernel thread left, which
 	 * runs vp (vp_fork_child) */
 	void (*fork_child)(struct vp *vp);
+	/* The program's process id and its parent's, as getpid and getppid
+	 * give them to the program on any VP. */
+	pid_t (*pid)(void);
+	pid_t (*ppid)(void);
+	/* fn(pid, arg) for each thread group (process id) the program's
+	 * kernel threads are in, the initial process first; how many. */
+	int (*each_process)(void (*fn)(pid_t pid, void *arg), void *arg);
+	/* fn(arg) on a kernel thread of the thread group kernel thread tid
+	 * is in (what the kernel allows a group's own threads only); fn's
+	 * result. */
+	int (*in_group)(pid_t tid, int (*fn)(void *), void *arg);
+	/* A copy of a signal the program takes elsewhere, to drop without
+	 * running the handler (may be NULL: none). */
+	bool (*stray)(int sig, const siginfo_t *si);
+	/* After a credential change on the calling kernel thread (may be
+	 * NULL): the kernel resets what it ties to the old credentials. */
+	void (*creds_changed)(void);
+	/* fork and wait must run on VP 0's kernel thread, the initial one:
+	 * only its thread group's children are the program's. */
+	bool initial_only;
 };
 
 /* Select the backend by name (NULL = build default).  Returns 0 or EINVAL. */
@@ -220,13 +243,43 @@ int vp_kthread_sigqueue(pid_t tid, int sig, siginfo_t *si);
  * 0 or -1/errno. */
 int vp_process_sigqueue(int sig, siginfo_t *si);
 /* This process's id: the owner token of process-shared objects, fork
- * stamps, si_pid of the signals libppl makes. */
+ * stamps, si_pid of the signals libppl makes; what getpid gives the
+ * program on every VP (with the process backend, the initial process's
+ * id in each VP process). */
 pid_t vp_process_id(void);
-/* True on the process's initial kernel thread. */
-bool vp_is_initial_kthread(void);
 /* The initial kernel thread's id (the main thread's tid, the owner token
  * in the robust-mutex words its kernel thread registered). */
 pid_t vp_initial_kthread_id(void);
+/* What getppid gives the program: the initial process's parent. */
+pid_t vp_parent_process_id(void);
+/* si_pid names one of the program's own kernel threads' processes (the
+ * process, or with the process backend any of its VP processes). */
+bool vp_process_own(pid_t pid);
+/* A signal one of the program's processes sent (si_code <= 0) names the
+ * program as its sender: a VP process's pid becomes vp_process_id(). */
+void vp_siginfo_own(siginfo_t *si);
+/* State the kernel keeps per process that the program's every kernel
+ * thread must share, whatever the VP backend makes them of (task.c).  The
+ * interval timers (getitimer if nv is NULL, else setitimer): on the
+ * initial process.  Resource limits (prlimit; pid 0 or the program's:
+ * the program): on every process of the program.  -1 and errno. */
+int vp_process_itimer(int which, const struct itimerval *nv, struct itimerval *ov);
+int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol);
+/* The program's CPU time in ns when it is not the calling process's
+ * (CLOCK_PROCESS_CPUTIME_ID counts one process: the sum over the process
+ * VP backend's processes, those alive); -1 when the kernel's clock is the
+ * program's (one process). */
+int64_t vp_process_cputime_ns(void);
+/* True on the process's initial kernel thread. */
+bool vp_is_initial_kthread(void);
+/* Called by libppl's catcher of process-directed signals (sigroute.c) as
+ * it starts: it takes them in the initial process itself, so the process
+ * VP backend's forwarder must not compete for them. */
+void vp_signal_catcher_started(void);
+/* True if fork and the wait calls must run on VP 0 (the initial kernel
+ * thread) to make and reap the program's children: with the process VP
+ * backend a VP process's children are its own, not the program's. */
+bool vp_children_on_initial(void);
 /* The calling kernel thread sleeps (clock_nanosleep's arguments): 0 or errno. */
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem);
 /* The kernel's CPU-time clock of kernel thread tid (0: the caller's), as

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "cancel.h"
+#include "fork.h"
 #include "monitor.h"
 #include "vproc.h"
 
@@ -61,10 +62,27 @@ void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version)
 		return result;                                                     \
 	}
 
+/* The wait calls, on VP 0 if the VP backend needs it (fork.c). */
+#define CANCELLABLE_ON_INITIAL(ret, name, params, args)                            \
+	static ret initial_##name params;                                          \
+	CANCELLABLE_AS(initial_##name, ret, name, params, args)                    \
+	ret ppl_##name params                                                      \
+	{                                                                          \
+		struct vproc *home;                                                \
+		bool moved = ppl_initial_enter(&home);                             \
+		ret result = initial_##name args;                                  \
+		if (moved) {                                                       \
+			int saved_errno = errno;                                   \
+			ppl_initial_leave(home);                                   \
+			errno = saved_errno;                                       \
+		}                                                                  \
+		return result;                                                     \
+	}
 /* One per PPL_CANCELLABLE and PPL_BLOCKING line of api.def. */
 #define PPL_FN(ret, name, params, args)
 #define PPL_CANCELLABLE(ret, name, params, args) CANCELLABLE(ret, name, params, args)
 #define PPL_BLOCKING(ret, name, params, args) BLOCKING(ret, name, params, args)
+#define PPL_CANCELLABLE_INITIAL(ret, name, params, args) CANCELLABLE_ON_INITIAL(ret, name, params, args)
 #include "api.def"
 #undef PPL_FN
 

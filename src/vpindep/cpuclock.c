@@ -208,6 +208,18 @@ int64_t cpuclock_ns(struct ult *t)
 
 static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct timespec *ts)
 {
+	if (c == CLOCK_PROCESS_CPUTIME_ID) {
+		/* The program's, which a VP backend may make of several processes. */
+		int64_t ns = vp_process_cputime_ns();
+		if (ns < 0)
+			return real_gettime(c, ts);
+		struct timespec all = ns_to_timespec(ns);
+		if (vp_copy_out(ts, &all, sizeof all) != 0) {
+			errno = EFAULT;
+			return -1;
+		}
+		return 0;
+	}
 	bool ours;
 	struct ult *t = cpuclock_thread(c, &ours);
 	if (!ours)
@@ -230,12 +242,12 @@ static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct time
 }
 
 /* The other clocks (CLOCK_MONOTONIC and co., the C library's vDSO path)
- * pay two compares and a tail call: no frame, no stack protector, which
+ * pay three compares and a tail call: no frame, no stack protector, which
  * the slow path's locals would bring (callgrind, per call: glibc's own
  * 18 instructions; through libppl 65 before, 27 now). */
 int ppl_clock_gettime(clockid_t c, struct timespec *ts)
 {
-	if (ppl_likely(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) {
+	if (ppl_likely(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID && c != CLOCK_PROCESS_CPUTIME_ID)) {
 		gettime_fn *f = atomic_load_explicit(&next_gettime, memory_order_acquire);
 		if (ppl_likely(f != NULL))
 			return f(c, ts);

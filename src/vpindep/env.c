@@ -130,7 +130,7 @@ void ppl_env_init(void)
 
 	const char *s = env("PPL_VP_BACKEND");
 	if (s && vp_backend_select(s) != 0)
-		bad("PPL_VP_BACKEND", s, "unknown VP backend (available: kthread, clone)");
+		bad("PPL_VP_BACKEND", s, "unknown VP backend (available: " PPL_VP_BACKENDS ")");
 	if (!s && vp_backend_select(NULL) != 0)
 		bad("PPL_VP_BACKEND", "(default)", "the build's default VP backend is unavailable");
 

@@ -93,8 +93,43 @@ static void proc_fork_child(void)
 	atomic_store_explicit(&nforks, 0, memory_order_relaxed);
 }
 
+/* ---- children made and reaped on VP 0 -------------------------------------------------
+ * With a VP backend whose VPs are processes (vp_children_on_initial), a
+ * child forked on another VP would be that VP process's, which no thread
+ * on another VP could wait for.  So fork and the wait calls move the
+ * calling thread to VP 0, the initial kernel thread, for the call (a
+ * thread with its own VP stays there: docs/vpdep.md). */
+bool ppl_initial_enter(struct vproc **old_home)
+{
+	if (!vp_children_on_initial() ||
+	    atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 0)
+		return false;
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v ? v->current : NULL;
+	struct vproc *v0 = ppl_rt.vps[0];
+	if (self == NULL || self->bound || self->foreign || v0 == NULL)
+		return false;
+	*old_home = self->home;
+	self->home = v0;
+	if (v != v0)
+		sched_yield_ult();   /* moves there now */
+	return true;
+}
+
+void ppl_initial_leave(struct vproc *old_home)
+{
+	ult_self()->home = old_home;
+}
+
+static bool fork_moved;           /* the forker moved to VP 0 (fork_parent puts it back) */
+static struct vproc *fork_home;
+
 static void fork_prepare(void)
 {
+	/* First, before any lock: a move is a context switch. */
+	struct vproc *home;
+	fork_moved = ppl_initial_enter(&home);
+	fork_home = home;
 	held = atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 0;
 	if (!held)
 		return;   /* one thread, no VP: nothing to protect */
@@ -115,8 +150,12 @@ static void release(enum fork_phase ph)
 static void fork_parent(void)
 {
 	atomic_fetch_add_explicit(&nforks, 1, memory_order_relaxed);
+	bool moved = fork_moved;
+	struct vproc *home = fork_home;
 	if (held)
 		release(FORK_PARENT);
+	if (moved)
+		ppl_initial_leave(home);
 }
 
 static void fork_child(void)

@@ -13,6 +13,12 @@ enum fork_phase { FORK_PREPARE, FORK_PARENT, FORK_CHILD };
 
 /* Register libppl's fork handlers (ppl_init, before the program registers any). */
 void fork_init(void);
+/* fork and the wait calls on VP 0 when the VP backend needs it
+ * (vp_children_on_initial): true if the caller moved, its old home in
+ * *old_home for ppl_initial_leave. */
+struct vproc;
+bool ppl_initial_enter(struct vproc **old_home) PPL_HIDDEN;
+void ppl_initial_leave(struct vproc *old_home) PPL_HIDDEN;
 void ult_cache_atfork(enum fork_phase ph);   /* thread.c: the TCB cache */
 void stack_atfork(enum fork_phase ph);       /* stack.c: the stack arenas */
 /* In the child, after the locks are released: the forking thread becomes

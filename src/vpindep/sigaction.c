@@ -78,7 +78,7 @@ static bool directed_here(int sig, siginfo_t *si)
 		si->si_errno = 0;   /* the application sees what the kernel would give */
 		return true;
 	}
-	if (si->si_pid != vp_process_id())
+	if (!vp_process_own(si->si_pid))
 		return false;
 	if (si->si_code == SI_TKILL)
 		return true;
@@ -97,6 +97,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		}
 		return;
 	}
+	vp_siginfo_own(si);   /* a VP process's pid is the program's */
 	siginfo_t tkill;
 	struct vproc *here_vp = (struct vproc *)vp_current();
 	struct ult *here = here_vp ? here_vp->current : NULL;

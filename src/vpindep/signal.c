@@ -429,6 +429,8 @@ int ppl_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
 		r = sys_sigtimedwait(set, &si, ts);
 		if (r > 0 && si.si_errno == SIG_DIRECT_MARK)
 			si.si_errno = 0;   /* sig_queue_ult's mark: not the application's */
+		if (r > 0)
+			vp_siginfo_own(&si);   /* the sender as the program knows it */
 		void *target = r > 0 ? vp_poke_target(&si) : NULL;
 		if (target == NULL)
 			break;

@@ -354,6 +354,7 @@ static void catcher_main(void *arg)
 {
 	(void)arg;
 	atomic_store_explicit(&rt.catcher_tid, vp_gettid(), memory_order_release);
+	vp_signal_catcher_started();   /* the only taker of what no VP takes */
 	int64_t next_look = 0;
 	for (;;) {
 		uint64_t claimed = atomic_load_explicit(&sig_claims, memory_order_acquire);

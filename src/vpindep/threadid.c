@@ -44,6 +44,17 @@ pid_t ppl_gettid(void)
 	return thread_tid(ult_self());
 }
 
+/* The program's ids on every VP, whatever the VP backend makes them of. */
+pid_t ppl_getpid(void)
+{
+	return vp_process_id();
+}
+
+pid_t ppl_getppid(void)
+{
+	return vp_parent_process_id();
+}
+
 bool tid_is_virtual(pid_t id)
 {
 	return id >= VTID_BASE;

@@ -52,10 +52,10 @@ static void *reader(void *arg)
 
 /* The value of field `name` (e.g. "Uid:") of a task's status, spaces
  * squeezed, into buf. */
-static int status_line(const char *tid, const char *name, char *buf, size_t len)
+static int status_line(const char *dir, const char *tid, const char *name, char *buf, size_t len)
 {
-	char path[300], line[512];
-	snprintf(path, sizeof path, "/proc/self/task/%s/status", tid);
+	char path[600], line[512];
+	snprintf(path, sizeof path, "%s/%s/status", dir, tid);
 	FILE *f = fopen(path, "r");
 	if (f == NULL)
 		return -1;   /* the task is gone */
@@ -76,11 +76,14 @@ static int status_line(const char *tid, const char *name, char *buf, size_t len)
 	return found;
 }
 
-/* Every task's Uid:, Gid: and Groups: lines are uid, gid and groups. */
-static void check_all(const char *what, const char *uid, const char *gid, const char *groups)
+/* Every task of `dir` (a /proc/PID/task) has the Uid:, Gid: and Groups:
+ * lines uid, gid and groups; how many tasks it has. */
+static int check_dir(const char *dir, const char *what, const char *uid, const char *gid,
+		     const char *groups)
 {
-	DIR *d = opendir("/proc/self/task");
-	CHECK(d != NULL);
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return 0;   /* gone */
 	struct dirent *e;
 	int tasks = 0;
 	while ((e = readdir(d)) != NULL) {
@@ -90,7 +93,7 @@ static void check_all(const char *what, const char *uid, const char *gid, const 
 		const char *want[3] = { uid, gid, groups };
 		for (int i = 0; i < 3; i++) {
 			char got[256];
-			if (status_line(e->d_name, names[i], got, sizeof got) != 0)
+			if (status_line(dir, e->d_name, names[i], got, sizeof got) != 0)
 				continue;
 			if (strcmp(got, want[i]) != 0) {
 				fprintf(stderr, "setxid: after %s, task %s has %s \"%s\", want \"%s\"\n",
@@ -99,6 +102,31 @@ static void check_all(const char *what, const char *uid, const char *gid, const 
 			}
 		}
 		tasks++;
+	}
+	closedir(d);
+	return tasks;
+}
+
+/* The same for every kernel thread of the process getpid() names, and of
+ * its children that share its memory (a libppl VP backend may make its
+ * kernel threads processes: docs/vpdep.md); the test makes no other
+ * child. */
+static void check_all(const char *what, const char *uid, const char *gid, const char *groups)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/task", (int)getpid());
+	int tasks = check_dir(dir, what, uid, gid, groups);
+	DIR *d = opendir("/proc");
+	CHECK(d != NULL);
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char ppid[32];
+		snprintf(dir, sizeof dir, "/proc/%s/task", e->d_name);
+		if (status_line("/proc", e->d_name, "PPid:", ppid, sizeof ppid) == 0 &&
+		    atoi(ppid) == (int)getpid())
+			tasks += check_dir(dir, what, uid, gid, groups);
 	}
 	closedir(d);
 	CHECK(tasks >= 2);

@@ -3,12 +3,20 @@
 #ifndef PPL_VP_BACKEND_H
 #define PPL_VP_BACKEND_H
 
+#include "config.h"
 #include "vpdep.h"
 
 #define VP_HIDDEN __attribute__((visibility("hidden")))
 
 extern const struct vp_backend vp_kthread_backend VP_HIDDEN;
 extern const struct vp_backend vp_clone_backend VP_HIDDEN;
+#ifdef PPL_HAVE_PROCESS_BACKEND
+extern const struct vp_backend vp_process_backend VP_HIDDEN;
+/* A signal the process backend forwarded from the initial process gets its
+ * original si_code back (vp_process.c). */
+void vp_process_siginfo(siginfo_t *si) VP_HIDDEN;
+void vp_process_catcher_started(void) VP_HIDDEN;
+#endif
 
 /* One thread group: every VP is a kernel thread of this process (tgroup.c). */
 int vp_tgroup_kill(pid_t tid, int sig) VP_HIDDEN;
@@ -17,10 +25,16 @@ int vp_tgroup_kill_process(int sig, siginfo_t *si) VP_HIDDEN;
 bool vp_tgroup_ours(pid_t pid) VP_HIDDEN;
 int vp_tgroup_task_path(pid_t tid, const char *leaf, char *buf, size_t len) VP_HIDDEN;
 int vp_tgroup_each_task(void (*fn)(pid_t tid, void *arg), void *arg) VP_HIDDEN;
+pid_t vp_tgroup_pid(void) VP_HIDDEN;
+pid_t vp_tgroup_ppid(void) VP_HIDDEN;
+int vp_tgroup_each_process(void (*fn)(pid_t pid, void *arg), void *arg) VP_HIDDEN;
+int vp_tgroup_in_group(pid_t tid, int (*fn)(void *), void *arg) VP_HIDDEN;
 #define VP_TGROUP_OPS                                                                     \
 	.kill = vp_tgroup_kill, .sigqueue = vp_tgroup_sigqueue,                           \
 	.kill_process = vp_tgroup_kill_process, .ours = vp_tgroup_ours,                   \
-	.task_path = vp_tgroup_task_path, .each_task = vp_tgroup_each_task
+	.task_path = vp_tgroup_task_path, .each_task = vp_tgroup_each_task,               \
+	.pid = vp_tgroup_pid, .ppid = vp_tgroup_ppid,                                     \
+	.each_process = vp_tgroup_each_process, .in_group = vp_tgroup_in_group
 
 /* A helper kernel thread's signal mask, set by itself first thing: only
  * faults and SIGSETXID unblocked (tgroup.c). */

@@ -1,0 +1,729 @@
+/* The "process" VP backend: every VP but the initial one is a process of
+ * its own that shares the address space, the file table, the file-system
+ * context, the signal handlers and the System V undo list with the
+ * initial process: clone without CLONE_THREAD (PPL's original VP kind,
+ * LinuxThreads' design).  The program must not be able to tell.
+ *
+ * - Identity: getpid and getppid are libppl's (vp_process_id,
+ *   vp_parent_process_id): the initial process's ids on every VP.
+ * - Who makes the VP processes: the manager, a helper kernel thread of the
+ *   initial process (made with the C library's pthread_create), on
+ *   request.  It is their parent (the kernel's real_parent), so
+ *   PR_SET_PDEATHSIG(SIGKILL), which fires when the parent *thread* ends,
+ *   ends every VP process exactly when the initial process ends, even by
+ *   SIGKILL.  Helpers (the monitor, the signal catcher) are threads of the
+ *   initial process too, made there by the manager.
+ * - The end of the program: a VP process that ends without vp_terminate
+ *   (exit, _exit, abort, a fatal signal: it was exit_group of that process
+ *   alone) is seen by the reaper, a second helper of the initial process
+ *   blocked in waitid(__WCLONE) (VP processes have no exit signal, so the
+ *   program's own wait calls never see them).  It kills the other VP
+ *   processes and ends the initial process the same way: _exit with the
+ *   status, or the same signal with its default action.
+ * - Signals: kill/tgkill on a VP's pid (its tid is its pid); a
+ *   process-directed signal reaches the initial process only, so it is
+ *   taken by VP 0 (docs/vpdep.md: limitations).
+ *
+ * The new process starts on a stack of libppl's (vp_stack_map) with a TLS
+ * block in the C library's layout (glibcabi_kthread_block), through
+ * vp_clone_raw (arch/<cpu>/clone_raw.S). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clone_raw.h"
+#include "futex.h"
+#include "glibcabi_kthread.h"
+#include "vp_backend.h"
+#include "vpdep.h"
+
+#define PROC_MAX 4096                 /* VP processes alive at once */
+#define PROC_STACK (256u << 10)       /* as the kthread backend's */
+
+/* One VP process.  A slot is free while pid is 0; the manager fills it,
+ * the reaper empties it.  pid is read lock-free (ours(), in handlers). */
+struct proc {
+	_Atomic pid_t pid;
+	struct vp *vp;
+	void *stack;
+	size_t stack_size;
+	uint64_t mask;          /* the creator's signal mask: the VP starts with it */
+	_Atomic bool ending;    /* vp_terminate: its end is not the program's */
+	_Atomic bool started;   /* the child checked its parent (start race) */
+};
+
+static struct proc procs[PROC_MAX];
+static _Atomic int procs_hi;          /* slots [0, procs_hi) were ever used */
+static _Atomic uint32_t nchildren;    /* futex word: VP processes not yet reaped */
+
+/* The initial process's id (0 before adopt or the first create). */
+static _Atomic pid_t program_pid;
+/* Its name when the manager started, which VP processes take (they are
+ * made by the manager, whose name is its own). */
+static char program_comm[16];
+
+static pid_t raw_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
+}
+
+static pid_t program(void)
+{
+	pid_t p = atomic_load_explicit(&program_pid, memory_order_acquire);
+	return p ? p : raw_getpid();
+}
+
+static struct proc *find_pid(pid_t pid)
+{
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++)
+		if (atomic_load_explicit(&procs[i].pid, memory_order_acquire) == pid)
+			return &procs[i];
+	return NULL;
+}
+
+/* In the initial process (its thread group), not in a VP process. */
+static bool in_initial(void)
+{
+	return raw_getpid() == program();
+}
+
+/* ---- the manager: makes VP processes and helpers in the initial process ------------ */
+
+enum { REQ_NONE, REQ_VP, REQ_HELPER, REQ_CALL };
+
+static struct {
+	_Atomic uint32_t lock;   /* one request at a time (futex word) */
+	_Atomic uint32_t seq;    /* futex word the manager waits on */
+	_Atomic uint32_t done;   /* futex word the requester waits on */
+	int kind;
+	struct proc *p;
+	void (*fn)(void *);
+	void *arg;
+	int (*call)(void *);
+	int result;
+} req;
+
+static _Atomic int managers;   /* 0 none, 1 starting, 2 running */
+
+static _Noreturn void proc_main(void *arg);
+
+static void lock_req(void)
+{
+	uint32_t z = 0;
+	while (!atomic_compare_exchange_weak_explicit(&req.lock, &z, 1, memory_order_acquire,
+						      memory_order_relaxed)) {
+		if (z != 0)
+			futex_sys(&req.lock, FUTEX_WAIT_PRIVATE, 1, NULL, 0);
+		z = 0;
+	}
+}
+
+static void unlock_req(void)
+{
+	atomic_store_explicit(&req.lock, 0, memory_order_release);
+	futex_sys(&req.lock, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+}
+
+/* On the manager: the clone itself.  0 or errno. */
+static int spawn(struct proc *p)
+{
+	/* No exit signal: a "clone child", which the program's wait, waitpid
+	 * and waitid never report (only __WCLONE/__WALL waits do). */
+	unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_SYSVSEM |
+			      CLONE_SETTLS | CLONE_PARENT_SETTID;
+	atomic_fetch_add_explicit(&nchildren, 1, memory_order_acq_rel);
+	/* The kernel stores the pid before the child runs: the reaper
+	 * finds it even if the child ends at once. */
+	long r = vp_clone_raw(flags, (char *)p->stack + p->stack_size, (pid_t *)&p->pid,
+			      (void *)p->vp->handle, NULL, proc_main, p);
+	if (r < 0) {
+		atomic_fetch_sub_explicit(&nchildren, 1, memory_order_acq_rel);
+		return (int)-r;
+	}
+	futex_sys(&nchildren, FUTEX_WAKE_PRIVATE, 1, NULL, 0);   /* the reaper */
+	return 0;
+}
+
+static void manager_main(void *unused)
+{
+	(void)unused;
+	vp_kthread_set_name(0, "ppl-vpmanager");
+	uint32_t seen = 0;
+	for (;;) {
+		uint32_t s = atomic_load_explicit(&req.seq, memory_order_acquire);
+		if (s == seen) {
+			futex_sys(&req.seq, FUTEX_WAIT_PRIVATE, s, NULL, 0);
+			continue;
+		}
+		seen = s;
+		if (req.kind == REQ_VP)
+			req.result = spawn(req.p);
+		else if (req.kind == REQ_HELPER)
+			req.result = vp_kthread_backend.helper(req.fn, req.arg);
+		else if (req.kind == REQ_CALL)
+			req.result = req.call(req.arg);
+		req.kind = REQ_NONE;
+		atomic_store_explicit(&req.done, 1, memory_order_release);
+		futex_sys(&req.done, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+	}
+}
+
+static int ask_call(int kind, struct proc *p, void (*fn)(void *), void *arg, int (*call)(void *))
+{
+	lock_req();
+	req.kind = kind;
+	req.call = call;
+	req.p = p;
+	req.fn = fn;
+	req.arg = arg;
+	atomic_store_explicit(&req.done, 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&req.seq, 1, memory_order_release);
+	futex_sys(&req.seq, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+	while (!atomic_load_explicit(&req.done, memory_order_acquire))
+		futex_sys(&req.done, FUTEX_WAIT_PRIVATE, 0, NULL, 0);
+	int r = req.result;
+	unlock_req();
+	return r;
+}
+
+static int ask(int kind, struct proc *p, void (*fn)(void *), void *arg)
+{
+	return ask_call(kind, p, fn, arg, NULL);
+}
+
+/* ---- the reaper: the end of a VP process ------------------------------------------- */
+
+static _Noreturn void end_program(const siginfo_t *si)
+{
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++) {
+		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
+		if (pid > 0 && pid != si->si_pid)
+			syscall(SYS_kill, pid, SIGKILL);
+	}
+	if (si->si_code == CLD_EXITED)
+		syscall(SYS_exit_group, si->si_status);
+	/* Killed: the same signal, with its default action, to this process. */
+	int sig = si->si_status;
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} dfl = { SIG_DFL, 0, NULL, 0 };
+	syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+	uint64_t one = 1ULL << (sig - 1);
+	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &one, NULL, sizeof one);
+	syscall(SYS_tgkill, raw_getpid(), self, sig);
+	syscall(SYS_kill, raw_getpid(), SIGKILL);   /* a signal whose default is not to end */
+	syscall(SYS_exit_group, 128 + sig);
+	__builtin_unreachable();
+}
+
+static void reaper_main(void *unused)
+{
+	(void)unused;
+	vp_kthread_set_name(0, "ppl-vpreaper");
+	for (;;) {
+		uint32_t n = atomic_load_explicit(&nchildren, memory_order_acquire);
+		if (n == 0) {
+			futex_sys(&nchildren, FUTEX_WAIT_PRIVATE, 0, NULL, 0);
+			continue;
+		}
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		/* Only clone children (no exit signal): VP processes, never the
+		 * program's own children. */
+		if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | __WCLONE, NULL) != 0) {
+			if (errno == ECHILD) {   /* counted, not yet cloned: look again */
+				struct timespec ms = { 0, 1000000 };
+				syscall(SYS_nanosleep, &ms, NULL);
+			}
+			continue;
+		}
+		struct proc *p = find_pid(si.si_pid);
+		if (p == NULL)
+			continue;   /* a clone child of the program's own */
+		atomic_fetch_sub_explicit(&nchildren, 1, memory_order_acq_rel);
+		if (!atomic_load_explicit(&p->ending, memory_order_acquire))
+			end_program(&si);
+		vp_stack_unmap(p->stack, p->stack_size);
+		atomic_store_explicit(&p->pid, 0, memory_order_release);
+	}
+}
+
+/* ---- the forwarder: process-directed signals the initial process cannot take ---------
+ * kill(getpid()), alarm, a shell's kill reach the initial process only.
+ * The kernel gives such a signal to VP 0 (the initial thread) if it does
+ * not block it, else to a thread that waits for it: the forwarder, which
+ * waits for all of them.  It sends the signal on to a VP process that does
+ * not block it (or waits for it in sigwait: the kernel's SigBlk then
+ * leaves it out), as the kernel would pick another thread of one thread
+ * group; if none does now, it keeps it and offers it again every 2 ms, as
+ * the kernel keeps it pending on the thread group.  The kernel takes a siginfo to another process
+ * only with a negative si_code: the copy is SI_QUEUE with the original
+ * code in si_errno, which vp_siginfo_own puts back where the program
+ * reads the siginfo. */
+#define FWD_MARK 0x66770000   /* "fw" */
+
+/* Whether kernel thread tid (of thread group tgid) blocks sig now. */
+static bool blocks(pid_t tgid, pid_t tid, int sig)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)tgid, (int)tid);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	char *p = strstr(buf, "SigBlk:");
+	if (p == NULL)
+		return true;
+	unsigned long long m = strtoull(p + 7, NULL, 16);
+	return (m >> (sig - 1)) & 1;
+}
+
+/* Queue the forwarded copy f to VP 0's kernel thread or a VP process that
+ * does not block it now; false if none takes it. */
+static bool forward(int sig, siginfo_t *f)
+{
+	pid_t p = program();
+	if (!blocks(p, p, sig) && syscall(SYS_rt_tgsigqueueinfo, p, p, sig, f) == 0)
+		return true;
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++) {
+		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
+		if (pid <= 0 || atomic_load_explicit(&procs[i].ending, memory_order_acquire) ||
+		    blocks(pid, pid, sig))
+			continue;
+		if (syscall(SYS_rt_tgsigqueueinfo, pid, pid, sig, f) == 0)
+			return true;
+	}
+	return false;
+}
+
+void vp_process_siginfo(siginfo_t *si)
+{
+	if (si->si_code != SI_QUEUE || ((unsigned)si->si_errno & 0xffff0000u) != FWD_MARK)
+		return;
+	si->si_code = (int)((unsigned)si->si_errno & 0xffff) - 0x8000;
+	si->si_errno = 0;
+}
+
+/* A signal no kernel thread takes now stays here, as it would stay
+ * pending on a thread group, and is offered again every HOLD_NS: one per
+ * signal number (a real-time signal's queue merges here). */
+#define HOLD_NS 2000000
+
+/* libppl's own catcher of process-directed signals (PPL_PROCESS_SIGNALS=
+ * thread, sigroute.c) takes them in the initial process and routes them
+ * through memory every VP shares: the forwarder stands down (the two
+ * competing lost signals).  The catcher wakes it with a marked SIGURG. */
+#define STOP_MARK 0x73746f70   /* "stop" */
+static _Atomic bool catcher_runs;
+static _Atomic pid_t forwarder_tid;
+
+void vp_process_catcher_started(void)
+{
+	atomic_store_explicit(&catcher_runs, true, memory_order_release);
+	pid_t t = atomic_load_explicit(&forwarder_tid, memory_order_acquire);
+	if (t == 0)
+		return;
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = SIGURG;
+	si.si_code = SI_QUEUE;
+	si.si_errno = STOP_MARK;
+	si.si_pid = program();
+	syscall(SYS_rt_tgsigqueueinfo, program(), t, SIGURG, &si);
+}
+
+static void forwarder_main(void *unused)
+{
+	(void)unused;
+	vp_kthread_set_name(0, "ppl-vpsignals");
+	atomic_store_explicit(&forwarder_tid, (pid_t)syscall(SYS_gettid), memory_order_release);
+	uint64_t set = ~0ULL, held = 0;
+	static siginfo_t kept[65];
+	const int never[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
+			      32, 33, 63, 64 };   /* C library's and libppl's own */
+	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+		set &= ~(1ULL << (never[i] - 1));
+	while (!atomic_load_explicit(&catcher_runs, memory_order_acquire)) {
+		siginfo_t si;
+		struct timespec hold = { 0, HOLD_NS };
+		int sig = (int)syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
+		if (sig == SIGURG && si.si_code == SI_QUEUE && si.si_errno == STOP_MARK)
+			sig = 0;
+		if (sig > 0) {
+			siginfo_t *f = &kept[sig];
+			*f = si;
+			f->si_errno = FWD_MARK | ((si.si_code + 0x8000) & 0xffff);
+			f->si_code = SI_QUEUE;
+			if (!forward(sig, f))
+				held |= 1ULL << (sig - 1);
+		}
+		for (uint64_t h = held; h != 0; h &= h - 1) {
+			int s = __builtin_ctzll(h) + 1;
+			if (forward(s, &kept[s]))
+				held &= ~(1ULL << (s - 1));
+		}
+	}
+	/* What it still holds goes back to the process, for the catcher. */
+	for (; held != 0; held &= held - 1) {
+		int s = __builtin_ctzll(held) + 1;
+		syscall(SYS_rt_sigqueueinfo, program(), s, &kept[s]);
+	}
+	atomic_store_explicit(&forwarder_tid, 0, memory_order_release);
+}
+
+/* The manager and the reaper, once per process (again in a fork child).
+ * From the initial process only. */
+static int start_managers(void)
+{
+	int z = 0;
+	if (atomic_load_explicit(&managers, memory_order_acquire) == 2)
+		return 0;
+	if (!atomic_compare_exchange_strong(&managers, &z, 1)) {
+		while (atomic_load_explicit(&managers, memory_order_acquire) == 1)
+			syscall(SYS_sched_yield);
+		return atomic_load(&managers) == 2 ? 0 : EAGAIN;
+	}
+	atomic_store_explicit(&program_pid, raw_getpid(), memory_order_release);
+	if (vp_process_name(program_comm, sizeof program_comm) != 0)
+		program_comm[0] = 0;
+	int err = vp_kthread_backend.helper(manager_main, NULL);
+	if (err == 0)
+		err = vp_kthread_backend.helper(reaper_main, NULL);
+	if (err == 0)
+		err = vp_kthread_backend.helper(forwarder_main, NULL);
+	/* A manager without a reaper would leave a VP's exit unseen. */
+	atomic_store_explicit(&managers, err ? 0 : 2, memory_order_release);
+	return err;
+}
+
+/* ---- the VP process ------------------------------------------------------------------ */
+
+static _Noreturn void proc_main(void *arg)
+{
+	struct proc *p = arg;
+	struct vp *vp = p->vp;
+	/* The descriptor's thread id (the C library's locks record it as
+	 * their owner), then its per-thread state, before any C library call. */
+	*glibcabi_kthread_tid((void *)vp->handle) = (pid_t)syscall(SYS_gettid);
+	glibcabi_kthread_start(false);
+	/* Die with the manager, i.e. with the initial process; if it is
+	 * already gone, the signal will never come: end now. */
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if ((pid_t)syscall(SYS_getppid) != program())
+		syscall(SYS_exit_group, 0);
+	if (program_comm[0])
+		syscall(SYS_prctl, PR_SET_NAME, program_comm, 0, 0, 0);   /* what ps shows */
+	vp_enter(vp);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &p->mask, NULL, sizeof p->mask);
+	vp->main(vp);
+	vp_leave(vp);
+	atomic_store_explicit(&p->ending, true, memory_order_release);
+	for (;;)
+		syscall(SYS_exit, 0);
+}
+
+static struct proc *slot_new(void)
+{
+	for (int i = 0; i < PROC_MAX; i++) {
+		pid_t z = 0;
+		/* -1 reserves the slot until the manager stores the pid. */
+		if (atomic_compare_exchange_strong(&procs[i].pid, &z, -1)) {
+			int hi = atomic_load(&procs_hi);
+			while (hi < i + 1 && !atomic_compare_exchange_weak(&procs_hi, &hi, i + 1))
+				;
+			return &procs[i];
+		}
+	}
+	return NULL;
+}
+
+static int process_create(struct vp *vp)
+{
+	if (in_initial()) {
+		int err = start_managers();
+		if (err)
+			return err;
+	} else if (atomic_load_explicit(&managers, memory_order_acquire) != 2) {
+		return EAGAIN;
+	}
+	if (glibcabi_kthread_block == NULL)
+		return ENOSYS;   /* vpdep alone (its unit tests) */
+	glibcabi_process_threaded();
+	const char *why = NULL;
+	void *tp = glibcabi_kthread_block(&why);
+	if (tp == NULL) {
+		static _Atomic bool said;
+		if (!atomic_exchange(&said, true)) {
+			char buf[200];
+			int n = snprintf(buf, sizeof buf, "libppl: PPL_VP_BACKEND=process: %s\n", why);
+			if (n > 0)
+				vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+		}
+		return EAGAIN;
+	}
+	struct proc *p = slot_new();
+	if (p == NULL)
+		return EAGAIN;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	p->stack_size = PROC_STACK + page;
+	p->stack = vp_stack_map(p->stack_size);
+	if (p->stack == NULL) {
+		atomic_store(&p->pid, 0);
+		return EAGAIN;
+	}
+	vp_stack_guard(p->stack, page);
+	glibcabi_kthread_block_stack(tp, (char *)p->stack + page, PROC_STACK);
+	p->vp = vp;
+	p->mask = vp_get_sigmask();
+	atomic_store(&p->ending, false);
+	/* The handle is the thread pointer, as the kthread backend's
+	 * pthread_t is: stored before the process runs. */
+	vp->handle = (uintptr_t)tp;
+	int err = ask(REQ_VP, p, NULL, NULL);
+	if (err) {
+		vp_stack_unmap(p->stack, p->stack_size);
+		atomic_store(&p->pid, 0);
+	}
+	return err;
+}
+
+static _Noreturn void process_terminate(void)
+{
+	struct proc *p = find_pid(raw_getpid());
+	if (p != NULL)
+		atomic_store_explicit(&p->ending, true, memory_order_release);
+	/* The stack stays mapped until the reaper has seen the process end. */
+	for (;;)
+		syscall(SYS_exit, 0);
+}
+
+static void process_adopt(struct vp *vp)
+{
+	vp_kthread_backend.adopt(vp);   /* the initial thread: a C library thread */
+	start_managers();
+}
+
+static int process_helper(void (*fn)(void *), void *arg)
+{
+	if (in_initial())
+		return vp_kthread_backend.helper(fn, arg);
+	if (atomic_load_explicit(&managers, memory_order_acquire) != 2)
+		return EAGAIN;
+	return ask(REQ_HELPER, NULL, fn, arg);
+}
+
+/* ---- addressing kernel threads: a VP process's tid is its pid --------------------- */
+
+/* The thread group of kernel thread tid: a VP process's, else the
+ * initial process's (VP 0, helpers, the program's foreign threads). */
+static pid_t group_of(pid_t tid)
+{
+	return find_pid(tid) ? tid : program();
+}
+
+static int process_kill(pid_t tid, int sig)
+{
+	return syscall(SYS_tgkill, group_of(tid), tid, sig) == 0 ? 0 : errno;
+}
+
+static int process_sigqueue(pid_t tid, int sig, siginfo_t *si)
+{
+	return syscall(SYS_rt_tgsigqueueinfo, group_of(tid), tid, sig, si) == 0 ? 0 : errno;
+}
+
+static int process_kill_process(int sig, siginfo_t *si)
+{
+	pid_t pid = program();
+	if (si != NULL && syscall(SYS_rt_sigqueueinfo, pid, sig, si) == 0)
+		return 0;
+	return syscall(SYS_kill, pid, sig) == 0 ? 0 : errno;
+}
+
+static bool process_ours(pid_t pid)
+{
+	return pid == program() || (pid > 0 && find_pid(pid) != NULL);
+}
+
+static int process_task_path(pid_t tid, const char *leaf, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "/proc/%d/task/%d/%s", group_of(tid), tid, leaf);
+	return n > 0 && (size_t)n < len ? 0 : ENAMETOOLONG;
+}
+
+static pid_t process_pid(void)
+{
+	pid_t p = atomic_load_explicit(&program_pid, memory_order_acquire);
+	pid_t r = raw_getpid();
+	if (p == 0 || r == p)
+		return r;
+	/* A VP process: the program's id.  Anything else (a vfork child)
+	 * is itself. */
+	return find_pid(r) ? p : r;
+}
+
+static pid_t process_ppid(void)
+{
+	pid_t r = raw_getpid();
+	pid_t p = atomic_load_explicit(&program_pid, memory_order_acquire);
+	if (p == 0 || r == p || find_pid(r) == NULL)
+		return (pid_t)syscall(SYS_getppid);
+	/* The initial process's parent, which may change: field 4 of its stat. */
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", p);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	char *e = strrchr(buf, ')');   /* the name may hold anything */
+	int ppid = 1;
+	if (e == NULL || sscanf(e + 1, " %*c %d", &ppid) != 1)
+		return 1;
+	return ppid;
+}
+
+static void process_fork_child(struct vp *vp)
+{
+	(void)vp;
+	/* The child has one kernel thread, the forking one; none of the
+	 * parent's VP processes, nor its manager and reaper. */
+	for (int i = 0; i < PROC_MAX; i++)
+		atomic_store_explicit(&procs[i].pid, 0, memory_order_relaxed);
+	atomic_store_explicit(&procs_hi, 0, memory_order_relaxed);
+	atomic_store_explicit(&nchildren, 0, memory_order_relaxed);
+	atomic_store_explicit(&req.lock, 0, memory_order_relaxed);
+	atomic_store_explicit(&managers, 0, memory_order_relaxed);
+	atomic_store_explicit(&catcher_runs, false, memory_order_relaxed);
+	atomic_store_explicit(&forwarder_tid, 0, memory_order_relaxed);
+	atomic_store_explicit(&program_pid, raw_getpid(), memory_order_release);
+}
+
+/* A signal from outside the program that reached a VP process other than
+ * the initial one: the terminal's job-control signals (SI_KERNEL) or a
+ * kill of the process group (SI_USER), which every process of the group
+ * got, the initial one too, where the program takes it once.  Other
+ * SI_KERNEL signals (a fault, a timer's SIGALRM) are the VP's own. */
+static bool process_stray(int sig, const siginfo_t *si)
+{
+	if (in_initial())
+		return false;
+	if (si->si_code == SI_KERNEL)
+		return sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP || sig == SIGHUP ||
+		       sig == SIGWINCH || sig == SIGCONT || sig == SIGTTIN || sig == SIGTTOU;
+	return si->si_code == SI_USER && !process_ours(si->si_pid);
+}
+
+/* The kernel clears PR_SET_PDEATHSIG at every credential change. */
+static void process_creds_changed(void)
+{
+	if (!in_initial())
+		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+}
+
+/* The initial process's kernel threads through the manager, which is one
+ * of them; a VP process's own directly; another VP process's cannot be
+ * reached (the caller gets the kernel's refusal). */
+static int process_in_group(pid_t tid, int (*fn)(void *), void *arg)
+{
+	if (group_of(tid) != program() || in_initial() ||
+	    atomic_load_explicit(&managers, memory_order_acquire) != 2)
+		return fn(arg);
+	return ask_call(REQ_CALL, NULL, NULL, arg, fn);
+}
+
+static int process_each(void (*fn)(pid_t pid, void *arg), void *arg)
+{
+	int n = 1;
+	fn(program(), arg);
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++) {
+		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
+		if (pid > 0) {
+			fn(pid, arg);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The kernel threads of every process of the program: the initial
+ * process's (VP 0, helpers, the C library's own) and each VP process's. */
+struct each_task {
+	void (*fn)(pid_t tid, void *arg);
+	void *arg;
+	int err;   /* the initial process's tasks could not be listed */
+};
+
+static void tasks_of(pid_t pid, void *arg)
+{
+	struct each_task *e = arg;
+	char path[48];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (d == NULL) {
+		if (pid == program())
+			e->err = errno;
+		return;   /* a VP process that just ended */
+	}
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		pid_t tid = (pid_t)atol(de->d_name);
+		if (tid > 0)
+			e->fn(tid, e->arg);
+	}
+	closedir(d);
+}
+
+static int process_each_task(void (*fn)(pid_t tid, void *arg), void *arg)
+{
+	struct each_task e = { fn, arg, 0 };
+	process_each(tasks_of, &e);
+	return e.err;
+}
+
+const struct vp_backend vp_process_backend = {
+	.name = "process",
+	.create = process_create,
+	.terminate = process_terminate,
+	.adopt = process_adopt,
+	.helper = process_helper,
+	.kill = process_kill,
+	.sigqueue = process_sigqueue,
+	.kill_process = process_kill_process,
+	.ours = process_ours,
+	.task_path = process_task_path,
+	.pid = process_pid,
+	.ppid = process_ppid,
+	.each_task = process_each_task,
+	.fork_child = process_fork_child,
+	.each_process = process_each,
+	.in_group = process_in_group,
+	.stray = process_stray,
+	.creds_changed = process_creds_changed,
+	.initial_only = true,
+};
