@@ -46,7 +46,8 @@ struct cond {
 	spin_t lock;                  /* protects q */
 	uint32_t attr;                /* condattr word: CA_PSHARED | clock << 1; set at init */
 	struct waitq q;               /* parked waiters (private only) */
-	_Atomic uint32_t seq;         /* pshared: bumped by every signal and broadcast */
+	_Atomic uint32_t seq;         /* bumped by every signal and broadcast (private:
+				       * under lock, when a thread waits) */
 	_Atomic uint32_t nwaiters;    /* private: threads on q, counted in before the mutex is
 				       * released, out by whoever pops them (or by themselves
 				       * on time-out); pshared: threads between reading seq and
@@ -152,14 +153,27 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 		spin_unlock(&c->lock);
 		return err;
 	}
-	waitq_push(&c->q, self);
-	c->q_stamp = proc_stamp();
-	err = sched_park_flags(&c->lock, &c->q, abstime, clk, PARK_CP | PARK_INTR);
-	/* Not popped (timed out, cancelled, signalled): the waker did not
+	uint32_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+	for (;;) {
+		waitq_push(&c->q, self);
+		c->q_stamp = proc_stamp();
+		err = sched_park_flags(&c->lock, &c->q, abstime, clk, PARK_CP | PARK_INTR);
+		if (err != EINTR)
+			break;
+		/* A handler ran (a process-directed signal may pick a waiter):
+		 * wait on, as NPTL's futex wait does (glibc's tst-eintr5), unless
+		 * a signal or broadcast came meanwhile, which may have found
+		 * nobody queued: then return, a wake-up POSIX allows. */
+		spin_lock(&c->lock);
+		if (atomic_load_explicit(&c->seq, memory_order_relaxed) != seq) {
+			spin_unlock(&c->lock);
+			break;
+		}
+	}
+	/* Not popped (timed out, cancelled, interrupted): the waker did not
 	 * count us out. */
 	if (err != 0)
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
-	/* A signal ends the wait as a spurious wake-up, as POSIX allows. */
 	if (err == EINTR)
 		err = 0;
 	int err2 = ppl_pthread_mutex_lock(m);
@@ -213,6 +227,7 @@ int ppl_pthread_cond_signal(pthread_cond_t *pc)
 	if (atomic_load_explicit(&c->nwaiters, memory_order_relaxed) == 0)
 		return 0;
 	spin_lock(&c->lock);
+	atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);   /* for interrupted waiters */
 	struct ult *t = q_ours(c) ? waitq_pop(&c->q) : NULL;
 	if (t)
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
@@ -239,6 +254,7 @@ int ppl_pthread_cond_broadcast(pthread_cond_t *pc)
 	struct ult *chain = NULL, *t;
 	uint32_t n = 0;
 	spin_lock(&c->lock);
+	atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);   /* for interrupted waiters */
 	/* Popped threads stay BLOCKED until sched_wake: their link is ours. */
 	if (q_ours(c)) {
 		while ((t = waitq_pop(&c->q)) != NULL) {
