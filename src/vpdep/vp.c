@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -26,8 +27,7 @@
 
 #include "config.h"
 #include "futex.h"
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "glibcabi_kthread.h"
 
 #include "vp_backend.h"
 #include "vpdep.h"
@@ -449,4 +449,25 @@ bool vp_take_signal(int sig, siginfo_t *si)
 		return false;
 	vp_siginfo_own(si);
 	return true;
+}
+
+void *vp_backend_tls_block(const char *backend, int *err)
+{
+	if (glibcabi_kthread_block == NULL) {
+		*err = ENOSYS;   /* vpdep alone (its unit tests) */
+		return NULL;
+	}
+	const char *why = NULL;
+	void *tp = glibcabi_kthread_block(&why);
+	if (tp == NULL) {
+		static _Atomic bool said;
+		if (!atomic_exchange(&said, true)) {
+			char buf[200];
+			int n = snprintf(buf, sizeof buf, "libppl: PPL_VP_BACKEND=%s: %s\n", backend, why);
+			if (n > 0)
+				vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+		}
+		*err = EAGAIN;
+	}
+	return tp;
 }

@@ -26,7 +26,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -86,23 +85,9 @@ static struct slot *slot_get(int *err)
 	}
 	spin_unlock(&slots_lock);
 
-	if (glibcabi_kthread_block == NULL) {
-		*err = ENOSYS;
+	void *tp = vp_backend_tls_block("clone", err);
+	if (tp == NULL)
 		return NULL;
-	}
-	const char *why = NULL;
-	void *tp = glibcabi_kthread_block(&why);
-	if (tp == NULL) {
-		static _Atomic bool said;
-		if (!atomic_exchange(&said, true)) {
-			char buf[200];
-			int n = snprintf(buf, sizeof buf, "libppl: PPL_VP_BACKEND=clone: %s\n", why);
-			if (n > 0)
-				vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-		}
-		*err = EAGAIN;
-		return NULL;
-	}
 	struct slot *s = calloc(1, sizeof *s);
 	size_t guard = page_size();
 	char *stack = vp_stack_map(CLONE_STACK_SIZE + guard);

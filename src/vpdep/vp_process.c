@@ -470,19 +470,13 @@ static int process_create(struct vp *vp)
 	}
 	if (glibcabi_kthread_block == NULL)
 		return ENOSYS;   /* vpdep alone (its unit tests) */
+	/* Threaded for the C library before the block is made: the manager
+	 * threads run already. */
 	glibcabi_process_threaded();
-	const char *why = NULL;
-	void *tp = glibcabi_kthread_block(&why);
-	if (tp == NULL) {
-		static _Atomic bool said;
-		if (!atomic_exchange(&said, true)) {
-			char buf[200];
-			int n = snprintf(buf, sizeof buf, "libppl: PPL_VP_BACKEND=process: %s\n", why);
-			if (n > 0)
-				vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-		}
-		return EAGAIN;
-	}
+	int err;
+	void *tp = vp_backend_tls_block("process", &err);
+	if (tp == NULL)
+		return err;
 	struct proc *p = slot_new();
 	if (p == NULL)
 		return EAGAIN;
@@ -501,7 +495,7 @@ static int process_create(struct vp *vp)
 	/* The handle is the thread pointer, as the kthread backend's
 	 * pthread_t is: stored before the process runs. */
 	vp->handle = (uintptr_t)tp;
-	int err = ask(REQ_VP, p, NULL, NULL);
+	err = ask(REQ_VP, p, NULL, NULL);
 	if (err) {
 		vp_stack_unmap(p->stack, p->stack_size);
 		atomic_store(&p->pid, 0);

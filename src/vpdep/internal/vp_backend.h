@@ -39,6 +39,11 @@ int vp_tgroup_in_group(pid_t tid, int (*fn)(void *), void *arg) VP_HIDDEN;
 /* A helper kernel thread's signal mask, set by itself first thing: only
  * faults and SIGSETXID unblocked (tgroup.c). */
 void vp_helper_sigmask(void) VP_HIDDEN;
+/* A TLS block and descriptor (glibcabi) for a kernel thread the backend
+ * makes itself; NULL with *err ENOSYS (no glibcabi: vpdep's unit tests) or
+ * EAGAIN (the C library's layout is unknown, said once on stderr, or no
+ * memory). */
+void *vp_backend_tls_block(const char *backend, int *err) VP_HIDDEN;
 
 /* The selected backend (the build default if none was). */
 const struct vp_backend *vp_backend_ops(void) VP_HIDDEN;
