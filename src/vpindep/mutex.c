@@ -5,7 +5,8 @@
  *
  * Invariants
  *  - Uncontended lock is one CAS 0->1, uncontended unlock one CAS 1->0: no
- *    spin lock, no call into the scheduler.
+ *    spin lock, no call into the scheduler.  That path is mutex_fast.h's,
+ *    inline in the exports; ppl_mutex_{lock,unlock}_slow do the rest.
  *  - A thread parks only after setting state to 2 with an exchange made
  *    under m->lock, and only if that exchange did not return 0 (in which case
  *    it owns the mutex).  An unlocker that finds 2 takes m->lock, sets 0,
@@ -320,7 +321,9 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 	return 0;
 }
 
-int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
+/* Everything but mutex_fast.h's inline fast path (which this repeats:
+ * it is not taken when a hook is on). */
+int ppl_mutex_lock_slow(pthread_mutex_t *pm)
 {
 	sched_point();
 	struct mutex *m = M(pm);
@@ -365,7 +368,7 @@ int ppl_pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *ts)
 
 static int unlock_checked(struct mutex *m, int kind);
 
-int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
+int ppl_mutex_unlock_slow(pthread_mutex_t *pm)
 {
 	sched_point();
 	struct mutex *m = M(pm);
