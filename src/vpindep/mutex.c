@@ -6,7 +6,7 @@
  * Invariants
  *  - Uncontended lock is one CAS 0->1, uncontended unlock one CAS 1->0: no
  *    spin lock, no call into the scheduler.  That path is mutex_fast.h's,
- *    inline in the exports; ppl_mutex_{lock,unlock}_slow do the rest.
+ *    inline in the exports; ppl_mutex_{lock,trylock,unlock}_slow do the rest.
  *  - A thread parks only after setting state to 2 with an exchange made
  *    under m->lock, and only if that exchange did not return 0 (in which case
  *    it owns the mutex).  An unlocker that finds 2 takes m->lock, sets 0,
@@ -368,7 +368,7 @@ int mutex_cond_relock(pthread_mutex_t *pm)
 	return mutex_lock_fast(pm) ? 0 : lock_slow(pm, true);
 }
 
-int ppl_pthread_mutex_trylock(pthread_mutex_t *pm)
+int ppl_mutex_trylock_slow(pthread_mutex_t *pm)
 {
 	sched_point();
 	struct mutex *m = M(pm);

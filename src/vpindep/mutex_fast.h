@@ -1,4 +1,4 @@
-/* The uncontended lock and unlock of the default mutex kinds, inline in
+/* The uncontended lock, trylock and unlock of the default mutex kinds, inline in
  * their exports (src/preload/interpose.c) and in libppl's own callers, so
  * that the hot path is the export itself: no forwarding call, no frame.
  * Anything else (a hook, another kind, a held mutex, waiters, a deferred
@@ -21,6 +21,7 @@
 
 /* mutex.c: the rest of lock and unlock (everything but the above). */
 int ppl_mutex_lock_slow(pthread_mutex_t *m);
+int ppl_mutex_trylock_slow(pthread_mutex_t *m);
 int ppl_mutex_unlock_slow(pthread_mutex_t *m);
 
 /* schedhooks.h's and preempt.h's, for the two tests below. */
@@ -78,6 +79,11 @@ static inline _Bool mutex_unlock_fast(pthread_mutex_t *m)
 	({                                                                       \
 		pthread_mutex_t *ppl_m_ = (m);                                   \
 		__builtin_expect(mutex_lock_fast(ppl_m_), 1) ? 0 : ppl_mutex_lock_slow(ppl_m_); \
+	})
+#define ppl_pthread_mutex_trylock(m)                                             \
+	({                                                                       \
+		pthread_mutex_t *ppl_m_ = (m);                                   \
+		__builtin_expect(mutex_lock_fast(ppl_m_), 1) ? 0 : ppl_mutex_trylock_slow(ppl_m_); \
 	})
 #define ppl_pthread_mutex_unlock(m)                                              \
 	({                                                                       \
