@@ -20,7 +20,10 @@
 
 /* A call, not a tail jump: with two names at one address (the versions),
  * gdb no longer rebuilds the jumped-over frame from call-site information,
- * and its backtraces and libppl's extension would lose the API name. */
+ * and its backtraces and libppl's extension would lose the API name.  The
+ * hottest entry points (api.def's PPL_FN_INLINE) pay neither: their ppl_
+ * is a macro whose uncontended path inlines here, with no frame, and whose
+ * slow path is a call from here, under the export's name. */
 #define PPL_EXPORT __attribute__((visibility("default"), optimize("no-optimize-sibling-calls")))
 
 #define PPL_FN(ret, name, params, args)                                              \

@@ -96,7 +96,7 @@ static int wait_foreign(pthread_mutex_t *m, const struct timespec *abstime, cloc
 		return err;
 	}
 	(void)ppl_sched_yield();
-	err = ppl_pthread_mutex_lock(m);
+	err = mutex_cond_relock(m);
 	mutex_cond_leave(m);
 	if (err == 0 && abstime &&
 	    clock_now_ns(CLOCK_MONOTONIC) >= deadline_mono_ns(abstime, clk))
@@ -123,7 +123,7 @@ static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespe
 		mutex_cond_leave(m);
 		return err;
 	}
-	int err2 = ppl_pthread_mutex_lock(m);
+	int err2 = mutex_cond_relock(m);
 	mutex_cond_leave(m);
 	/* A cancellation point: the mutex is held again for the handlers. */
 	if (ppl_unlikely(err == ECANCELED))
@@ -176,7 +176,7 @@ static int wait_common(struct cond *c, pthread_mutex_t *m, const struct timespec
 		atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_relaxed);
 	if (err == EINTR)
 		err = 0;
-	int err2 = ppl_pthread_mutex_lock(m);
+	int err2 = mutex_cond_relock(m);
 	mutex_cond_leave(m);
 	/* POSIX: the mutex is held again when the cleanup handlers run. */
 	if (ppl_unlikely(err == ECANCELED))

@@ -5,7 +5,8 @@
  *
  * Invariants
  *  - Uncontended lock is one CAS 0->1, uncontended unlock one CAS 1->0: no
- *    spin lock, no call into the scheduler.
+ *    spin lock, no call into the scheduler.  That path is mutex_fast.h's,
+ *    inline in the exports; ppl_mutex_{lock,trylock,unlock}_slow do the rest.
  *  - A thread parks only after setting state to 2 with an exchange made
  *    under m->lock, and only if that exchange did not return 0 (in which case
  *    it owns the mutex).  An unlocker that finds 2 takes m->lock, sets 0,
@@ -63,7 +64,14 @@
 #define MA_PSHARED     0x80000000u
 #define MA_FLAGS       (MA_ROBUST | MA_PSHARED | MA_PROTO_MASK | MA_CEIL_MASK)
 
-#define SPINS          100         /* polls of a held lock before parking */
+/* Polls of a held mutex before parking, with another VP (the owner may
+ * run there).  A plain lock parks at once, as NPTL's futex lock does: a
+ * spinner that wins when the owner lets go for a moment makes the two VPs
+ * take turns with the mutex, a cache-line transfer per lock (bench_mutex
+ * 16 ran at the speed of NPTL's 2 threads), where a parked waiter leaves
+ * the owner's VP to run on alone.  A cond waiter's relock spins: it was
+ * woken by a thread that is about to unlock.  ADAPTIVE asks for spinning. */
+#define SPINS_RELOCK   100
 #define ADAPTIVE_SPINS 1000
 
 struct mutex {
@@ -158,15 +166,21 @@ static int wait_pshared(struct mutex *m, const struct timespec *abstime, clockid
 	return 0;
 }
 
-/* The mutex was seen held: spin briefly, then park.  0, ETIMEDOUT or EINVAL. */
-/* Out of line, like the other slow paths below, so that the uncontended
- * lock and unlock save no registers. */
-static __attribute__((noinline)) int acquire_slow(struct mutex *m, int kind,
+static inline int spins_for(int kind, bool relock)
+{
+	if (((unsigned)kind & MK_TYPE) == PTHREAD_MUTEX_ADAPTIVE_NP)
+		return ADAPTIVE_SPINS;
+	return relock ? SPINS_RELOCK : 0;
+}
+
+/* The mutex was seen held: spin `spins` polls, then park.  0, ETIMEDOUT or
+ * EINVAL.  Out of line, like the other slow paths below, so that the
+ * uncontended lock and unlock save no registers. */
+static __attribute__((noinline)) int acquire_slow(struct mutex *m, int kind, int spins,
 						 const struct timespec *abstime, clockid_t clk)
 {
 	/* The owner can be running only if there is another VP. */
 	if (ppl_rt.nvps > 1) {
-		int spins = ((unsigned)kind & MK_TYPE) == PTHREAD_MUTEX_ADAPTIVE_NP ? ADAPTIVE_SPINS : SPINS;
 		for (int i = 0; i < spins; i++) {
 			uint32_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
 			if (s == 0 && atomic_compare_exchange_weak_explicit(&m->state, &s, 1,
@@ -275,7 +289,8 @@ static inline void release(struct mutex *m, int kind)
 
 /* ---- lock and unlock ----------------------------------------------------- */
 
-/* Every kind but the uncontended default: mode 0 lock, 1 trylock, 2 timed. */
+/* Every kind but the uncontended default: mode 0 lock, 1 trylock, 2 timed,
+ * 3 a cond waiter's relock. */
 static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int mode,
 						const struct timespec *abstime,
 		       clockid_t clk)
@@ -283,7 +298,7 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 	if (ppl_unlikely(((unsigned)kind & ~MK_VALID) != 0 || kind == MK_DESTROYED))
 		return EINVAL;
 	if ((unsigned)kind & MK_ROBUST)
-		return robust_lock((pthread_mutex_t *)m, kind, mode, abstime, clk);
+		return robust_lock((pthread_mutex_t *)m, kind, mode == 3 ? 0 : mode, abstime, clk);
 	unsigned type = (unsigned)kind & MK_TYPE;
 	bool track = tracks_owner(kind);
 	if (track) {
@@ -307,7 +322,7 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 						     memory_order_relaxed)) {
 		if (mode == 1)
 			return EBUSY;
-		int err = acquire_slow(m, kind, abstime, clk);
+		int err = acquire_slow(m, kind, spins_for(kind, mode == 3), abstime, clk);
 		if (err != 0)
 			return err;
 	}
@@ -320,7 +335,9 @@ static __attribute__((noinline)) int lock_common(struct mutex *m, int kind, int 
 	return 0;
 }
 
-int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
+/* Everything but mutex_fast.h's inline fast path (which this repeats:
+ * it is not taken when a hook is on). */
+static int lock_slow(pthread_mutex_t *pm, bool relock)
 {
 	sched_point();
 	struct mutex *m = M(pm);
@@ -336,12 +353,22 @@ int ppl_pthread_mutex_lock(pthread_mutex_t *pm)
 		if (ppl_likely(atomic_compare_exchange_strong_explicit(&m->state, &zero, 1,
 				memory_order_acquire, memory_order_relaxed)))
 			return 0;
-		return acquire_slow(m, kind, NULL, CLOCK_REALTIME);
+		return acquire_slow(m, kind, spins_for(kind, relock), NULL, CLOCK_REALTIME);
 	}
-	return lock_common(m, kind, 0, NULL, CLOCK_REALTIME);
+	return lock_common(m, kind, relock ? 3 : 0, NULL, CLOCK_REALTIME);
 }
 
-int ppl_pthread_mutex_trylock(pthread_mutex_t *pm)
+int ppl_mutex_lock_slow(pthread_mutex_t *pm)
+{
+	return lock_slow(pm, false);
+}
+
+int mutex_cond_relock(pthread_mutex_t *pm)
+{
+	return mutex_lock_fast(pm) ? 0 : lock_slow(pm, true);
+}
+
+int ppl_mutex_trylock_slow(pthread_mutex_t *pm)
 {
 	sched_point();
 	struct mutex *m = M(pm);
@@ -365,7 +392,7 @@ int ppl_pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *ts)
 
 static int unlock_checked(struct mutex *m, int kind);
 
-int ppl_pthread_mutex_unlock(pthread_mutex_t *pm)
+int ppl_mutex_unlock_slow(pthread_mutex_t *pm)
 {
 	sched_point();
 	struct mutex *m = M(pm);

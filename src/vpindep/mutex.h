@@ -9,5 +9,8 @@
  * pthread_mutex_destroy says EBUSY meanwhile, as glibc's __nusers does. */
 void mutex_cond_enter(pthread_mutex_t *m);
 void mutex_cond_leave(pthread_mutex_t *m);
+/* pthread_mutex_lock for a cond waiter taking m back: it spins a little
+ * before parking, since the thread that woke it is about to unlock. */
+int mutex_cond_relock(pthread_mutex_t *m);
 
 #endif

@@ -1,6 +1,6 @@
 /* The VP-independent module's interface to the preload layer: one
- * ppl_<name> function for every entry point listed in api.def, plus
- * start-up hooks. */
+ * ppl_<name> function for every entry point listed in api.def (inline for
+ * the PPL_FN_INLINE ones), plus start-up hooks. */
 #ifndef PPL_VPINDEP_H
 #define PPL_VPINDEP_H
 
@@ -30,8 +30,12 @@ extern __sighandler_t bsd_signal(int sig, __sighandler_t h) __THROW;
 extern int __libc_allocate_rtsig(int high) __THROW;
 
 #define PPL_FN(ret, name, params, args) ret ppl_##name params;
+#define PPL_FN_INLINE(ret, name, params, args)
 #include "api.def"
+#undef PPL_FN_INLINE
 #undef PPL_FN
+/* The PPL_FN_INLINE entry points. */
+#include "mutex_fast.h"
 
 /* Called once from the library constructor: read the environment. */
 void ppl_init(void);

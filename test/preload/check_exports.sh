@@ -9,7 +9,7 @@ nm=$1 lib=$2 api=$3 interposed=$4 ppl_h=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-sed -n 's/^PPL_\(FN\|CANCELLABLE\|CANCELLABLE_INITIAL\|BLOCKING\)([^,]*, *\([A-Za-z0-9_]*\) *,.*/\2/p' "$api" >"$tmp/api"
+sed -n 's/^PPL_\(FN\|FN_INLINE\|CANCELLABLE\|CANCELLABLE_INITIAL\|BLOCKING\)([^,]*, *\([A-Za-z0-9_]*\) *,.*/\2/p' "$api" >"$tmp/api"
 sed -n 's/^PPL_EXT( *\([A-Za-z0-9_]*\) *).*/\1/p' "$interposed" | sort -u >"$tmp/ext"
 sed -n 's/^PPL_LIBC( *\([A-Za-z0-9_]*\) *).*/\1/p' "$interposed" >"$tmp/libc"
 sort -u "$tmp/api" "$tmp/ext" "$tmp/libc" >"$tmp/want"
