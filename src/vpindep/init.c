@@ -44,6 +44,7 @@ void ppl_init(void)
 			vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 	}
 	cancel_init();
+	spincalls_init();
 	struct ult *m = &ppl_rt.main_ult;
 	m->is_main = true;
 	m->foreign = true;

@@ -33,6 +33,7 @@
 #include "monitor.h"
 #include "runtime.h"
 #include "schedhooks.h"
+#include "sig.h"
 #include "ult.h"
 #include "vproc.h"
 
@@ -52,6 +53,7 @@ static struct {
 	_Atomic uint32_t word;       /* futex the monitor sleeps on */
 	_Atomic int kthreads;        /* kernel threads libppl made, with main's */
 	_Atomic bool idle_check;     /* every VP went idle: look for a deadlock */
+	_Atomic bool want_catcher;   /* sigaction asked for the signal catcher */
 	_Atomic unsigned long handoffs; /* written by the monitor only */
 	_Atomic unsigned long handoff_fails;   /* no spare could be made */
 	_Atomic bool running;        /* monitor_start made the thread */
@@ -87,6 +89,16 @@ void monitor_kick(void)
 		return;   /* awake, or another kicker got there */
 	atomic_fetch_add_explicit(&mon.word, 1, memory_order_release);
 	futex_wake(&mon.word, 1);
+}
+
+bool monitor_make_catcher(void)
+{
+	if (!atomic_load_explicit(&mon.running, memory_order_acquire))
+		return false;
+	/* Pairs with the monitor's look after it publishes monitor_asleep. */
+	atomic_store_explicit(&mon.want_catcher, true, memory_order_seq_cst);
+	monitor_kick();
+	return true;
 }
 
 void monitor_note_timer(int64_t deadline)
@@ -462,6 +474,8 @@ static void monitor_main(void *arg)
 			return;
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst))
 			idle_check();
+		if (atomic_exchange_explicit(&mon.want_catcher, false, memory_order_seq_cst))
+			sig_catcher_start();
 		int64_t now = clock_now_ns(CLOCK_MONOTONIC);
 		int64_t wait = scan(now);
 		if (short_wait(wait)) {
@@ -477,6 +491,7 @@ static void monitor_main(void *arg)
 		/* The look after publishing: a call announced before it is seen
 		 * here, one after it read wake_at and kicks if it must. */
 		if (atomic_load_explicit(&mon.idle_check, memory_order_seq_cst) ||
+		    atomic_load_explicit(&mon.want_catcher, memory_order_seq_cst) ||
 		    short_wait(wait = scan(now))) {
 			atomic_store_explicit(&monitor_asleep, 0, memory_order_seq_cst);
 			atomic_store_explicit(&wake_at, 0, memory_order_relaxed);
@@ -495,6 +510,7 @@ void monitor_fork_child(void)
 	spin_init(&mon.lock);
 	atomic_store_explicit(&mon.kthreads, 1, memory_order_relaxed);
 	atomic_store_explicit(&mon.idle_check, false, memory_order_relaxed);
+	atomic_store_explicit(&mon.want_catcher, false, memory_order_relaxed);
 	atomic_store_explicit(&monitor_asleep, 0, memory_order_relaxed);
 	atomic_store_explicit(&wake_at, INT64_MAX, memory_order_relaxed);
 	mon.reported = false;

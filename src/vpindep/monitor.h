@@ -39,6 +39,9 @@ void monitor_fork_child(void);
 void monitor_vp_fork_child(struct vproc *v, struct ult *self);
 /* Count a kernel thread libppl made (the deadlock check compares them). */
 void monitor_count_kthread(void);
+/* sigroute.c: make the signal catcher on the monitor's kernel thread, off
+ * the caller's path; false if there is no monitor (make it yourself). */
+bool monitor_make_catcher(void);
 /* A thread became ready while the monitor may sleep: let it look. */
 extern _Atomic int monitor_asleep PPL_HIDDEN;
 void monitor_kick(void);

@@ -30,6 +30,10 @@ bool preempt_kick(struct vproc *v);
 void preempt_handler_enter(const void *uc);
 void preempt_handler_leave(const void *uc);
 
+/* spincalls.c: find the C library's sched_getcpu, getcpu, time and
+ * gettimeofday (at start-up: ppl_init). */
+void spincalls_init(void);
+
 /* A safe point at a libppl entry point: no libppl lock held, about to
  * return to the application.  Pays a deferred preemption, if one is owed. */
 static inline void preempt_point(void)

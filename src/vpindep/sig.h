@@ -66,6 +66,9 @@ void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask);
  * if the caller must leave it to the kernel. */
 bool sig_send_process(int sig, const siginfo_t *si);
 void sig_catcher_start(void);
+/* sigaction gave a signal a handler: the catcher waits for it too (made
+ * by the monitor if there is none yet). */
+void sig_catcher_want(void);
 void sig_catcher_wake(void);
 /* The catcher thread was started (it stays: retire.c keeps the helpers). */
 bool sig_catcher_running(void);

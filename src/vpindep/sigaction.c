@@ -246,11 +246,8 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		}
 	}
 	spin_unlock(&acts.lock);
-	if (grew) {
-		/* The catcher waits for this one too from now on. */
-		sig_catcher_start();
-		sig_catcher_wake();
-	}
+	if (grew)
+		sig_catcher_want();   /* it waits for this one too from now on */
 	if (rc == 0 && old != NULL)
 		*old = prev;
 	return rc;
