@@ -289,7 +289,7 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 		return 0;
 	}
 	size_t size = at->stacksize ? at->stacksize : stack_default_size();
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t page = stack_page_size();
 	size_t guard = (at->guardsize + page - 1) & ~(page - 1);
 	size = (size + page - 1) & ~(page - 1);
 	/* No room is added for the signal frame of a preemption tick (about
