@@ -144,6 +144,7 @@ static struct vproc *vproc_new(int id)
 	}
 	v->vp.id = id;
 	v->kcpus = affinity_vp_initial();
+	vp_kstate_changed();
 	return v;
 }
 
@@ -302,6 +303,7 @@ int ppl_runtime_start(void)
 			sig_alt_switch(m, v0);
 		/* Whatever the program blocked while it was single-threaded. */
 		m->sigmask = vp_get_sigmask();
+		vp_kstate_changed();
 		sig_adopt_pending(m);
 		m->foreign = false;
 		m->is_main = true;

@@ -55,10 +55,14 @@ static void requeue_front_cb(void *t)
 	requeue(t, true);
 }
 
+/* The yielding thread was queued on its own VP, which runs on: another VP
+ * is woken only to run it in parallel, and on one VP there is none (its
+ * seq_cst fence was a tenth of a hand-off). */
 static void unlock_cb(void *lock)
 {
 	spin_unlock(lock);
-	wake_idle_vp();
+	if (ppl_rt.nvps_total > 1)
+		wake_idle_vp();
 }
 
 /* yield_min with a scheduler installed (v->rq_lock held): the caller is

@@ -64,6 +64,7 @@ static struct ult *tcb_get(void)
 	t->queued_on = NULL;
 	t->home = t->pin = t->aff_home = NULL;
 	t->migrating = false;
+	t->ks_vp = NULL;   /* its VP's kernel state not yet looked at (sig_resumed) */
 	/* A foreign thread's until it says otherwise. */
 	ult_set_sched(t, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
 	t->saved_errno = 0;
