@@ -179,6 +179,16 @@ _Noreturn void sched_exit(struct ult *self)
 	ppl_trace(TR_EXIT, self->id, 0);
 	if (ppl_hook_on(PPL_HOOK_SCHED))
 		plug_exited(self);
-	switch_away(v, self, exit_cb, self);
+	struct ult *next = find_work(v);
+	/* Nothing else to run here: its joiner, which exit_cb would queue
+	 * here for the idle loop to run, runs next at once (one switch
+	 * instead of two and a pass through the idle loop).  exit_cb makes
+	 * self a zombie before the joiner resumes. */
+	if (next == NULL && !v->dedicated && !v->retired && !ppl_hook_on(PPL_HOOK_SCHED) &&
+	    (next = ult_exit_joiner(self)) != NULL) {
+		v->stats.wakes++;
+		ppl_trace(TR_WAKE, next->id, 0);
+	}
+	switch_to(v, self, next, exit_cb, self);
 	ppl_fatal("an exited thread was resumed");
 }

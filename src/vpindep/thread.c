@@ -430,6 +430,23 @@ void ult_exited(struct ult *t)
 		sched_wake(joiner);
 }
 
+struct ult *ult_exit_joiner(struct ult *t)
+{
+	if (t->bound || t->detached)
+		return NULL;
+	spin_lock(&t->lock);
+	struct ult *j = NULL;
+	if (!t->detached && !waitq_empty(&t->joinq)) {   /* a forked child's: pruned */
+		j = t->joinq.head;
+		if (j->foreign || j->home != NULL || j->prio != 0)
+			j = NULL;
+	}
+	if (j != NULL)
+		waitq_pop(&t->joinq);
+	spin_unlock(&t->lock);
+	return j;
+}
+
 void ppl_pthread_exit(void *result)
 {
 	struct ult *self = ult_self();
