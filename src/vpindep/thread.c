@@ -406,6 +406,8 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		}
 		return 0;
 	}
+	if (ppl_env_work_first && sched_run_new(t))
+		return 0;
 	sched_ready_new(t);
 	preempt_point();
 	return 0;
