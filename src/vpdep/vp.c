@@ -52,6 +52,8 @@ static const struct vp_backend *_Atomic selected;
  * thread pointer is the same in every block (static TLS). */
 static __thread struct vp *current __attribute__((tls_model("initial-exec")));
 
+_Atomic unsigned long vp_kstate_gen;   /* vpdep.h */
+
 _Atomic bool spin_orphans;   /* spinlock.h: a forked child's dead holders */
 
 static const struct vp_backend *find(const char *name)
@@ -210,6 +212,7 @@ void vp_enter(struct vp *vp)
 		vp_sigaltstack(&ss, NULL);
 	}
 	vp->alt_cur = NULL;
+	vp_kstate_changed();
 }
 
 int vp_sigaltstack(const stack_t *ss, stack_t *old)
@@ -231,6 +234,7 @@ int vp_altstack_use(struct vp *vp, const stack_t *ss)
 	if (vp_sigaltstack(ss, NULL) != 0)
 		return -1;
 	vp->alt_cur = want;
+	vp_kstate_changed();
 	return 0;
 }
 
@@ -393,6 +397,7 @@ int vp_set_class(struct vp *vp, int kclass)
 			err = errno;
 		errno = saved;
 		atomic_store_explicit(&vp->kclass, kclass, memory_order_relaxed);
+		vp_kstate_changed();
 	}
 	spin_unlock(&vp->class_lock);
 	return err;
@@ -423,8 +428,10 @@ void vp_set_sigmask(uint64_t mask)
 	 * unblocks, at its return) records its own mask in kmask while it
 	 * runs and the interrupted one when it returns (sigaction.c). */
 	struct vp *vp = current;
-	if (vp != NULL)
+	if (vp != NULL) {
 		vp->kmask = mask;
+		vp_kstate_changed();
+	}
 }
 
 uint64_t vp_get_sigmask(void)

@@ -330,6 +330,20 @@ static inline uint64_t vp_kmask(const struct vp *vp)
 {
 	return vp->kmask;
 }
+/* The generation of the kernel-thread state that user threads want from
+ * their VP (class, CPUs, alternate stack, blocked set): bumped after every
+ * change of a VP's (here) or of a thread's wants (vpindep), so that a
+ * thread that found its VP's state right at generation g needs no look at
+ * it while the generation is still g (sig.h's sig_resumed). */
+extern _Atomic unsigned long vp_kstate_gen __attribute__((visibility("hidden")));
+static inline void vp_kstate_changed(void)
+{
+	atomic_fetch_add_explicit(&vp_kstate_gen, 1, memory_order_release);
+}
+static inline unsigned long vp_kstate_now(void)
+{
+	return atomic_load_explicit(&vp_kstate_gen, memory_order_acquire);
+}
 /* The alternate stack vp's kernel thread has (vp_altstack_use): NULL for
  * the VP's own, else a user thread's ss_sp; vp_altstack_forget makes the
  * next vp_altstack_use install anew, whatever it finds. */
@@ -340,10 +354,12 @@ static inline const void *vp_altstack_current(const struct vp *vp)
 static inline void vp_altstack_forget(struct vp *vp)
 {
 	vp->alt_cur = (void *)-1;
+	vp_kstate_changed();
 }
 static inline void vp_note_sigmask(struct vp *vp, uint64_t mask)
 {
 	vp->kmask = mask;
+	vp_kstate_changed();
 }
 /* vp's preemption tick runs (vp_tick_start succeeded, not stopped). */
 static inline bool vp_tick_running(struct vp *vp)

@@ -71,6 +71,7 @@ static void vp_has(struct vproc *v, const struct cpus *c)
 {
 	v->kinside = ppl_env_timeslice_us != 0 && (c == NULL || c->inside);
 	atomic_store_explicit(&v->kcpus, c, memory_order_relaxed);
+	vp_kstate_changed();
 }
 
 void sched_cpus_install(struct vproc *v, const struct cpus *c)
@@ -129,6 +130,7 @@ static void thread_take(struct ult *t, const struct cpus *c)
 	const struct cpus *kc = c && !c->wide ? c : NULL;
 	atomic_store_explicit(&t->cpus, c, memory_order_relaxed);
 	atomic_store_explicit(&t->kcpus, kc, memory_order_release);
+	vp_kstate_changed();
 	if (!t->bound && !t->foreign && !(t->is_main && !tls_per_thread))
 		sched_affinity_home(t, home_of(kc));   /* a ppl_pin still wins (migrate.c) */
 }

@@ -17,6 +17,7 @@
 #include "monitor.h"
 #include "runtime.h"
 #include "schedhooks.h"
+#include "scheduler.h"
 #include "sig.h"
 
 size_t ppl_env_stack_size PPL_HIDDEN;
@@ -206,6 +207,7 @@ void ppl_env_init(void)
 		else
 			bad("PPL_PROCESS_SIGNALS", s, "expected 'thread' or 'vp'");
 	}
+	ppl_env_work_first = int_var("PPL_WORK_FIRST", 0, 1, 0, "expected 0 or 1") == 1;
 	ppl_rt.debug = (int)int_var("PPL_DEBUG", 0, 3, 0, "expected a debug level from 0 to 3");
 	sched_debug_env();
 }

@@ -36,6 +36,7 @@ void ppl_init(void)
 	if (atomic_exchange(&done, 1))
 		return;
 	ppl_env_init();
+	stack_init();
 	tls_mode_init(ppl_env_tls_per_thread, ppl_env_tls_switch);
 	if (ppl_rt.debug >= 1) {
 		char buf[96];
@@ -144,6 +145,7 @@ static struct vproc *vproc_new(int id)
 	}
 	v->vp.id = id;
 	v->kcpus = affinity_vp_initial();
+	vp_kstate_changed();
 	return v;
 }
 
@@ -302,6 +304,7 @@ int ppl_runtime_start(void)
 			sig_alt_switch(m, v0);
 		/* Whatever the program blocked while it was single-threaded. */
 		m->sigmask = vp_get_sigmask();
+		vp_kstate_changed();
 		sig_adopt_pending(m);
 		m->foreign = false;
 		m->is_main = true;

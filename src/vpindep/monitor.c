@@ -41,6 +41,7 @@
 #define STUCK_NS 3000000LL       /* no switch this long while sleeping in the kernel */
 #define POLL_SLOW_NS 1000000LL   /* watching for unannounced blocks */
 #define QUIET_NS 300000000LL     /* a deadlock must look the same this long apart */
+#define LINGER_NS 20000000LL     /* polls on this long after the last switch it saw */
 
 _Atomic int monitor_asleep PPL_HIDDEN;
 /* When a sleeping monitor looks again by itself (INT64_MAX: only when
@@ -332,6 +333,8 @@ static bool has_work(struct vproc *v, int64_t *deadline)
  * the VP's queue or one of its timers due (a thread sleeping or waiting
  * with a timeout there).  Returns how long to wait before the next look,
  * or -1 if nothing needs watching. */
+static int64_t last_change;   /* when scan last saw a VP switch or call: the monitor's */
+
 static int64_t scan(int64_t now)
 {
 	int64_t wait = -1;
@@ -353,6 +356,7 @@ static int64_t scan(int64_t now)
 			v->mon_switches = sw;
 			v->mon_seq = seq;
 			v->mon_since = now;
+			last_change = now;
 		}
 		if (atomic_load_explicit(&v->sleeping, memory_order_relaxed)) {
 			v->mon_since = now;   /* idle: it looks for work itself */
@@ -483,6 +487,16 @@ static void monitor_main(void *arg)
 			continue;
 		}
 		uint32_t seen = atomic_load_explicit(&mon.word, memory_order_acquire);
+		if (now - last_change < LINGER_NS) {
+			/* The program switches: look again soon, awake, rather
+			 * than sleep and be kicked by the next push (a futex
+			 * wake in every pthread_create or wake-up of a thread
+			 * that is queued while it sleeps).  On the futex, so
+			 * that retire.c's halt ends the wait. */
+			struct timespec until = ns_to_timespec(now + POLL_SLOW_NS);
+			futex_wait(&mon.word, seen, &until, CLOCK_MONOTONIC);
+			continue;
+		}
 		/* The deadline itself (a VP's next timer), so that a call
 		 * announced with that same timer does not kick. */
 		atomic_store_explicit(&wake_at, wait >= 0 ? now + wait : INT64_MAX,

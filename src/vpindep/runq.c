@@ -138,6 +138,11 @@ static struct ult *steal_from(struct vproc *self, struct vproc *v, int min)
 	return t;
 }
 
+struct ult *steal_lender(struct vproc *self, struct vproc *lender)
+{
+	return steal_from(self, lender, 0);
+}
+
 struct ult *steal(struct vproc *self)
 {
 	int n = ppl_rt.nvps_total;

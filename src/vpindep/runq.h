@@ -108,6 +108,8 @@ static inline struct ult *rq_pop(struct vproc *v)
 
 /* A thread from another VP's queue for self, or NULL. */
 struct ult *steal(struct vproc *self);
+/* One from the queue of the VP a spare stands in for, or NULL. */
+struct ult *steal_lender(struct vproc *self, struct vproc *lender);
 /* A real-time thread queued on another VP that beats v's own best (and is
  * at least min), taken; NULL if none. */
 struct ult *take_better_rt_slow(struct vproc *v, int min);

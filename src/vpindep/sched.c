@@ -238,5 +238,6 @@ void sched_fork_child(struct vproc *v, struct ult *self)
 {
 	atomic_store_explicit(&v->sleeping, 0, memory_order_relaxed);
 	v->current = self;
+	vp_kstate_changed();   /* a new VP and kernel thread: look again */
 	atomic_store_explicit(&v->cur_prio, self->prio, memory_order_relaxed);
 }

@@ -17,10 +17,15 @@ static inline int ult_kclass(const struct ult *t)
  * mutex is real-time at that priority. */
 static inline void ult_update_kclass(struct ult *t)
 {
+	int k;
 	if (ppl_unlikely(t->prio > t->sched_param.sched_priority))
-		t->kclass = VP_CLASS(t->sched_policy == SCHED_RR ? SCHED_RR : SCHED_FIFO, t->prio);
+		k = VP_CLASS(t->sched_policy == SCHED_RR ? SCHED_RR : SCHED_FIFO, t->prio);
 	else
-		t->kclass = VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
+		k = VP_CLASS(t->sched_policy, t->sched_param.sched_priority);
+	if (t->kclass != k) {
+		t->kclass = k;
+		vp_kstate_changed();
+	}
 }
 /* Give v's kernel thread the class of t, which runs there: a compare, and
  * one system call only when they differ (vp_set_class). */

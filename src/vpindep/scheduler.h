@@ -26,6 +26,12 @@ struct ult *ult_self_peek(void);
  * caller) or new.  Callable with an object lock held. */
 void sched_wake(struct ult *t);
 void sched_ready_new(struct ult *t);
+/* Work-first creation (PPL_WORK_FIRST=1): the creator gives its VP to the
+ * new thread t at once and waits at the head of the VP's queue, stealable;
+ * false if t cannot run here first (bound or tied VP, another priority, an
+ * installed scheduler or seeded schedule): then sched_ready_new. */
+bool sched_run_new(struct ult *t);
+extern bool ppl_env_work_first PPL_HIDDEN;
 /* Park the calling thread.  On entry the caller holds *lock (may be NULL)
  * and has pushed itself onto q (may be NULL for a plain sleep).  The lock is
  * released only after the thread is fully switched out.  With a deadline

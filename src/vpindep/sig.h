@@ -11,6 +11,9 @@
 /* ---- signals (signal.c) -------------------------------------------------------------- */
 
 void sig_resumed_slow(struct ult *self, struct vproc *v);
+/* signal.c: sig_resumed's looks, made when the generation `gen` of the
+ * kernel state or self's VP changed, or something is pending. */
+void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen);
 /* The trampoline got `sig` as a poke for `target` (vp_poke): true if the
  * thread running here has it pending and unblocked and now owns it (run
  * the handler); false otherwise, after seeing to it that target gets it. */
@@ -102,17 +105,18 @@ static inline void sched_cpus_sync(const struct ult *t, struct vproc *v, bool st
 /* Called by a user thread each time it resumes: give its kernel thread its
  * scheduling class, CPU set, alternate signal stack and signal mask if
  * its VP has others, and raise what is pending for it. */
-static inline void sig_resumed(struct ult *self)
+static inline __attribute__((always_inline)) void sig_resumed(struct ult *self)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	sched_cpus_sync(self, v, false);
-	sched_class_sync(self, v);
-	if (ppl_unlikely(self->alt.ss_sp != vp_altstack_current(&v->vp)))
-		sig_alt_switch(self, v);
-	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
-			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
-			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
-		sig_resumed_slow(self, v);
+	/* The common case in one compare: the VP's kernel state was right for
+	 * self when it last looked, on this VP, and nothing changed since
+	 * (vp_kstate_gen); nothing pending for it. */
+	unsigned long gen = vp_kstate_now();
+	if (ppl_likely(self->ks_vp == v && self->ks_gen == gen &&
+		       (atomic_load_explicit(&self->sigpending, memory_order_relaxed) |
+			atomic_load_explicit(&sig_claims, memory_order_relaxed)) == 0))
+		return;
+	sig_resumed_look(self, v, gen);
 }
 
 /* PPL_PROCESS_SIGNALS=thread (the default): process-directed signals run

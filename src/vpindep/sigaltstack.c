@@ -101,6 +101,7 @@ int ppl_sigaltstack(const stack_t *ss, stack_t *old)
 				return -1;
 			}
 			self->alt = n;
+			vp_kstate_changed();
 		}
 	}
 	if (old != NULL && vp_copy_out(old, &was, sizeof was) != 0) {

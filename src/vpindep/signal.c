@@ -107,6 +107,27 @@ static void deliver_pending(struct ult *self)
 	}
 }
 
+void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
+{
+	/* The generation before the looks: a change made meanwhile, or by
+	 * them (an install), makes the next resume look again. */
+	self->ks_vp = v;
+	self->ks_gen = gen;
+	sched_cpus_sync(self, v, false);
+	sched_class_sync(self, v);
+	if (ppl_unlikely(self->alt.ss_sp != vp_altstack_current(&v->vp)))
+		sig_alt_switch(self, v);
+	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
+			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
+			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
+		sig_resumed_slow(self, v);
+	/* Not all of it could be given (an install the kernel refused), or a
+	 * handler moved self: look again at the next resume, as before. */
+	if ((struct vproc *)vp_current() != v || ult_kclass(self) != vp_kclass(&v->vp) ||
+	    self->alt.ss_sp != vp_altstack_current(&v->vp) || self->sigmask != vp_kmask(&v->vp))
+		self->ks_vp = NULL;
+}
+
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
 	if (self->sigmask != vp_kmask(&v->vp))
@@ -353,6 +374,7 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 			vp_set_sigmask(next);
 	} else if (set != NULL) {
 		self->sigmask = next;
+		vp_kstate_changed();
 		if (vp_kmask(&v->vp) != next)
 			vp_set_sigmask(next);
 		deliver_pending(self);

@@ -71,6 +71,11 @@ static size_t page_size(void)
 	return ps;
 }
 
+size_t stack_page_size(void)
+{
+	return page_size();
+}
+
 /* The bytes one page table maps: a page of 8-byte entries. */
 static size_t pt_reach(void)
 {
@@ -83,6 +88,17 @@ static size_t round_page(size_t n)
 	return (n + ps - 1) & ~(ps - 1);
 }
 
+/* RLIMIT_STACK is read once, as glibc reads it at start-up for its
+ * default attribute (a getrlimit per create was one system call in
+ * every pthread_create). */
+static size_t rlimit_default;
+
+void stack_init(void)
+{
+	size_t lim = vp_limit_stack();
+	rlimit_default = lim >= (size_t)PTHREAD_STACK_MIN ? round_page(lim) : 8UL << 20;
+}
+
 size_t stack_default_size(void)
 {
 	if (ppl_env_stack_size)
@@ -90,10 +106,9 @@ size_t stack_default_size(void)
 #if PPL_DEFAULT_STACK_SIZE > 0
 	return round_page(PPL_DEFAULT_STACK_SIZE);
 #else
-	size_t lim = vp_limit_stack();
-	if (lim >= (size_t)PTHREAD_STACK_MIN)
-		return round_page(lim);
-	return 8UL << 20;
+	if (ppl_unlikely(rlimit_default == 0))   /* a caller before ppl_init */
+		stack_init();
+	return rlimit_default;
 #endif
 }
 

@@ -18,6 +18,10 @@ struct stack {
 /* Allocate a stack of `size` usable bytes with a guard of `guard` bytes. */
 int stack_alloc(size_t size, size_t guard, struct stack *out) PPL_MUST_CHECK;
 void stack_free(struct stack *s);
+/* Reads RLIMIT_STACK for the default size, once (ppl_init). */
+void stack_init(void);
+/* The page size (sysconf, once). */
+size_t stack_page_size(void);
 size_t stack_default_size(void);   /* PPL_STACK_SIZE, else RLIMIT_STACK, else 8 MiB */
 bool stack_guard_contains(const struct stack *s, const void *addr);
 /* Tell valgrind (when libppl runs under it) that s is a stack, so that a

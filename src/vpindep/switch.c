@@ -55,10 +55,14 @@ static void requeue_front_cb(void *t)
 	requeue(t, true);
 }
 
+/* The yielding thread was queued on its own VP, which runs on: another VP
+ * is woken only to run it in parallel, and on one VP there is none (its
+ * seq_cst fence was a tenth of a hand-off). */
 static void unlock_cb(void *lock)
 {
 	spin_unlock(lock);
-	wake_idle_vp();
+	if (ppl_rt.nvps_total > 1)
+		wake_idle_vp();
 }
 
 /* yield_min with a scheduler installed (v->rq_lock held): the caller is
@@ -82,6 +86,18 @@ static __attribute__((noinline)) bool plug_yield(struct vproc *v, struct ult *se
 	return true;
 }
 
+static __attribute__((noinline)) bool yield_lender(struct vproc *v, struct ult *self)
+{
+	struct vproc *lender = atomic_load_explicit(&v->lender, memory_order_relaxed);
+	struct ult *next;
+	if (lender == NULL || atomic_load_explicit(&lender->rq_len, memory_order_relaxed) == 0 ||
+	    (next = steal_lender(v, lender)) == NULL)
+		return false;
+	switch_to(v, self, next, requeue_cb, self);
+	sig_resumed(self);
+	return true;
+}
+
 /* v: the caller's VP, not NULL. */
 static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int min, bool front)
 {
@@ -95,6 +111,13 @@ static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int
 		return true;
 	}
 	struct ult *next = take_better_rt(v, min);
+	/* A spare standing in for a VP stuck in the kernel serves that VP's
+	 * queue too: it stole only when its own was empty, so two threads
+	 * yielding to each other on it starved the lender's (tb_echo on one
+	 * VP with PPL_WORK_FIRST=1 hung: the thread to create the clients
+	 * waited there for good).  Its yielder goes to its own queue. */
+	if (ppl_unlikely(v->spare) && next == NULL && min == 0 && yield_lender(v, self))
+		return true;
 	if (next == NULL && atomic_load_explicit(&v->rq_len, memory_order_relaxed) != 0) {
 		/* The common case, one lock round trip: swap self for the head
 		 * of this VP's queue.  Self is queued under the lock but
@@ -175,6 +198,41 @@ _Noreturn void sched_exit(struct ult *self)
 	ppl_trace(TR_EXIT, self->id, 0);
 	if (ppl_hook_on(PPL_HOOK_SCHED))
 		plug_exited(self);
-	switch_away(v, self, exit_cb, self);
+	struct ult *next = find_work(v);
+	/* Nothing else to run here: its joiner, which exit_cb would queue
+	 * here for the idle loop to run, runs next at once (one switch
+	 * instead of two and a pass through the idle loop).  exit_cb makes
+	 * self a zombie before the joiner resumes. */
+	if (next == NULL && !v->dedicated && !v->retired && !ppl_hook_on(PPL_HOOK_SCHED) &&
+	    (next = ult_exit_joiner(self)) != NULL) {
+		v->stats.wakes++;
+		ppl_trace(TR_WAKE, next->id, 0);
+	}
+	switch_to(v, self, next, exit_cb, self);
 	ppl_fatal("an exited thread was resumed");
+}
+
+/* ---- work-first creation ---------------------------------------------------------- */
+
+bool ppl_env_work_first PPL_HIDDEN;
+
+bool sched_run_new(struct ult *t)
+{
+	struct vproc *v = this_vp();
+	if (v == NULL || v->dedicated || v->retired ||
+	    ppl_hook_on(PPL_HOOK_SCHED | PPL_HOOK_SEED))
+		return false;
+	struct ult *self = v->current;
+	/* A thread tied to a VP, or of another priority, keeps the order the
+	 * queues give (a lower priority new thread must not run first). */
+	if (self == NULL || self->home != NULL || t->home != NULL || t->prio != self->prio)
+		return false;
+	v->stats.creates++;
+	ppl_trace(TR_CREATE, t->id, 0);
+	/* Self is queued at the head once it is off its stack (requeue): an
+	 * idle VP may steal it meanwhile, and wake_for wakes one if one
+	 * sleeps and none spins. */
+	switch_to(v, self, t, requeue_front_cb, self);
+	sig_resumed(self);
+	return true;
 }

@@ -64,6 +64,7 @@ static struct ult *tcb_get(void)
 	t->queued_on = NULL;
 	t->home = t->pin = t->aff_home = NULL;
 	t->migrating = false;
+	t->ks_vp = NULL;   /* its VP's kernel state not yet looked at (sig_resumed) */
 	/* A foreign thread's until it says otherwise. */
 	ult_set_sched(t, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
 	t->saved_errno = 0;
@@ -289,7 +290,7 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 		return 0;
 	}
 	size_t size = at->stacksize ? at->stacksize : stack_default_size();
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t page = stack_page_size();
 	size_t guard = (at->guardsize + page - 1) & ~(page - 1);
 	size = (size + page - 1) & ~(page - 1);
 	/* No room is added for the signal frame of a preemption tick (about
@@ -405,6 +406,8 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		}
 		return 0;
 	}
+	if (ppl_env_work_first && sched_run_new(t))
+		return 0;
 	sched_ready_new(t);
 	preempt_point();
 	return 0;
@@ -427,6 +430,23 @@ void ult_exited(struct ult *t)
 	spin_unlock(&t->lock);
 	if (joiner)
 		sched_wake(joiner);
+}
+
+struct ult *ult_exit_joiner(struct ult *t)
+{
+	if (t->bound || t->detached)
+		return NULL;
+	spin_lock(&t->lock);
+	struct ult *j = NULL;
+	if (!t->detached && !waitq_empty(&t->joinq)) {   /* a forked child's: pruned */
+		j = t->joinq.head;
+		if (j->foreign || j->home != NULL || j->prio != 0)
+			j = NULL;
+	}
+	if (j != NULL)
+		waitq_pop(&t->joinq);
+	spin_unlock(&t->lock);
+	return j;
 }
 
 void ppl_pthread_exit(void *result)

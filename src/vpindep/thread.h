@@ -10,6 +10,10 @@ struct ult *ult_foreign_self(void);
 struct ult *ult_foreign_peek(void);
 /* thread.c: an exited thread is off its stack now (sched_exit's callback). */
 void ult_exited(struct ult *t);
+/* thread.c: t, exiting, is not detached and has a user thread waiting in
+ * pthread_join that may run on any VP at priority 0: take that joiner off
+ * t's join queue (the caller switches to it) and return it; else NULL. */
+struct ult *ult_exit_joiner(struct ult *t);
 
 /* ---- threads (thread.c, key.c) ---------------------------------------------------- */
 

@@ -42,6 +42,10 @@ struct ult {
 				    * (migrate.c; changed under `lock`) */
 	struct vproc *pin;         /* ppl_pin's VP, or NULL */
 	struct vproc *aff_home;    /* the VP its CPU affinity keeps it to, or NULL */
+	/* sig_resumed: the VP whose kernel state was right for this thread at
+	 * generation ks_gen of vp_kstate_gen (NULL: look) */
+	struct vproc *ks_vp;
+	unsigned long ks_gen;
 	bool migrating;            /* home is a ppl_migrate destination it has not
 				    * resumed on yet (sched_migrate_arrived) */
 	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
