@@ -18,6 +18,11 @@ int ppl_vp_count(void);
 int ppl_current_vp(void);
 /* Print the scheduler counters (as PPL_STATS=1 does at exit) to stderr. */
 void ppl_stats_print(void);
+/* A number that names th for its life (1, 2, ...: its sequence number), 0
+ * once th has been released (joined, or ended detached): a later thread
+ * that gets th's pthread_t has another.  th must be a pthread_t libppl gave
+ * out (stale ones included). */
+unsigned long ppl_thread_serial(pthread_t th);
 
 /* ---- moving threads between VPs (docs/ppl-api.md) ---------------------------
  * vp is a VP id, 0 <= vp < ppl_vp_count().  Errors: EINVAL (no such VP, or
