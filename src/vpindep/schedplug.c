@@ -179,14 +179,17 @@ static void global_put(struct plug *g, struct vproc *v, struct ult *t)
 	spin_unlock(&g->lock);
 }
 
-/* The group's best thread that may run on `runner`, taken out. */
+/* The group's best thread that may run on `runner`, taken out.  A retired
+ * VP hands its queue on (idle.c's retire): it takes only threads queued on
+ * it, or it would pass the group's best around for ever. */
 static struct ult *global_take(struct plug *g, struct vproc *runner)
 {
 	if (atomic_load_explicit(&g->len, memory_order_relaxed) == 0)
 		return NULL;
+	bool retired = atomic_load_explicit(&runner->retired, memory_order_relaxed);
 	spin_lock(&g->lock);
 	struct ult *t = g->head;
-	while (t && !ult_may_run(t, runner))
+	while (t && (retired ? t->queued_on != runner : !ult_may_run(t, runner)))
 		t = t->next;
 	if (t) {
 		unlink_one(group_list(g), t);

@@ -5,6 +5,9 @@
  *   groups             PPL_VPS=4: prio on VPs 0-1, timestamp on VPs 2-3
  *                      (ppl_sched_use_vps), threads pinned to a group's
  *                      VPs (ppl_pin_set) that come from the other group
+ *   fifo | lifo        PPL_VPS=2: these two keep their order per VP: threads
+ *                      pinned one by one to VP 1 while it is busy run
+ *                      there in pin order (fifo) or the reverse (lifo)
  *
  * The harness: one spinner per VP of the group and main hold the VPs with
  * the best key while NW workers, spread half on each of two VPs with the
@@ -190,6 +193,68 @@ static int groups(void)
 	return expect(ppl_sched_use_vps("lifo", &c), EBUSY, "use_vps after start");
 }
 
+enum { NL = 16 };
+static _Atomic int lorder[NL], nl, lbad;
+
+static void *record(void *arg)
+{
+	if (ppl_current_vp() != 1)
+		atomic_store(&lbad, 1);
+	atomic_store(&lorder[atomic_fetch_add(&nl, 1)], (int)(long)arg);
+	return NULL;
+}
+
+static void *busy(void *arg)
+{
+	(void)arg;
+	ppl_pin(pthread_self(), 1);
+	atomic_store(&parked, 1);
+	/* No yield (and no preemption, PPL_TIMESLICE_US=0): VP 1 makes no
+	 * choice, so it steals none of them before they are pinned. */
+	while (!atomic_load(&go)) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+	return NULL;
+}
+
+static int local(const char *mode)
+{
+	if (ppl_sched_use(mode) != 0)
+		return 1;
+	pthread_t b, t[NL];
+	pthread_create(&b, NULL, busy, NULL);
+	while (!atomic_load(&parked))
+		sched_yield();
+	/* Main holds VP 0 and does not yield: they wait on its queue until
+	 * pinned, then on VP 1's, behind the busy thread. */
+	for (int i = 0; i < NL; i++) {
+		pthread_create(&t[i], NULL, record, (void *)(long)i);
+		if (ppl_pin(t[i], 1) != 0) {
+			fprintf(stderr, "sched_global: ppl_pin %d\n", i);
+			return 1;
+		}
+	}
+	atomic_store(&go, 1);
+	pthread_join(b, NULL);
+	for (int i = 0; i < NL; i++)
+		pthread_join(t[i], NULL);
+	bool lifo = strcmp(mode, "lifo") == 0;
+	int bad = atomic_load(&lbad);
+	for (int i = 0; i < NL; i++)
+		bad |= atomic_load(&lorder[i]) != (lifo ? NL - 1 - i : i);
+	if (bad) {
+		fprintf(stderr, "sched_global: %s on VP 1:", mode);
+		for (int i = 0; i < NL; i++)
+			fprintf(stderr, " %d", atomic_load(&lorder[i]));
+		fprintf(stderr, "%s\n", atomic_load(&lbad) ? " (one ran elsewhere)" : "");
+		return 1;
+	}
+	printf("%s: %d threads in %s order on VP 1\n", mode, NL, lifo ? "reverse" : "pin");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
@@ -197,6 +262,8 @@ int main(int argc, char **argv)
 	int r;
 	if (strcmp(mode, "groups") == 0) {
 		r = groups();
+	} else if (strcmp(mode, "fifo") == 0 || strcmp(mode, "lifo") == 0) {
+		r = local(mode);
 	} else {
 		if (ppl_sched_use(mode) != 0) {
 			fprintf(stderr, "sched_global: ppl_sched_use %s\n", mode);
