@@ -314,7 +314,9 @@ static struct ult *took_global(struct vproc *v, struct ult *t)
 struct ult *plug_take(struct vproc *v, struct vproc *thief)
 {
 	struct plug *g = plug_of(v);
-	if (g == NULL || g->put == NULL || (thief && plug_of(thief) != g))
+	/* A bound thread's VP runs its thread only (and the group's list
+	 * would give it any). */
+	if (g == NULL || g->put == NULL || v->dedicated || (thief && plug_of(thief) != g))
 		return NULL;
 	settle_debt(v);
 	if (g->order != 0) {

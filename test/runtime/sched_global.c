@@ -5,6 +5,9 @@
  *   groups             PPL_VPS=4: prio on VPs 0-1, timestamp on VPs 2-3
  *                      (ppl_sched_use_vps), threads pinned to a group's
  *                      VPs (ppl_pin_set) that come from the other group
+ *   custom             PPL_VPS=2: a program's scheduler for VP 1 only
+ *                      (ppl_sched_install_vps): threads pinned to VP 1 go
+ *                      through its up-calls, VP 0's never
  *   fifo | lifo        PPL_VPS=2: these two keep their order per VP: threads
  *                      pinned one by one to VP 1 while it is busy run
  *                      there in pin order (fifo) or the reverse (lifo)
@@ -255,6 +258,73 @@ static int local(const char *mode)
 	return 0;
 }
 
+/* A FIFO for VP 1, through the TCB links ppl_sched_links gives. */
+static pthread_t q_head, q_tail;
+static _Atomic int nputs, other_vp, arrived;
+
+static void c_put(int vp, pthread_t t)
+{
+	if (vp != 1)
+		atomic_store(&other_vp, 1);
+	atomic_fetch_add(&nputs, 1);
+	*ppl_sched_links(t) = 0;
+	if (q_tail)
+		*ppl_sched_links(q_tail) = t;
+	else
+		q_head = t;
+	q_tail = t;
+}
+
+static pthread_t c_next(int vp)
+{
+	if (vp != 1)
+		atomic_store(&other_vp, 1);
+	pthread_t t = q_head;
+	if (t && (q_head = *ppl_sched_links(t)) == 0)
+		q_tail = 0;
+	return t;
+}
+
+static void *on_vp(void *arg)
+{
+	int vp = (int)(long)arg;
+	ppl_pin(pthread_self(), vp);
+	atomic_fetch_add(&arrived, 1);
+	while (atomic_load(&arrived) < 4)   /* the two on VP 1 take turns */
+		sched_yield();
+	int bad = 0;
+	for (int i = 0; i < 100; i++) {
+		sched_yield();
+		bad += ppl_current_vp() != vp;
+	}
+	return (void *)(long)bad;
+}
+
+static int custom(void)
+{
+	static const struct ppl_sched_ops ops = { .name = "queue", .put = c_put, .next = c_next };
+	ppl_vpset_t one;
+	ppl_vpset_zero(&one);
+	ppl_vpset_add(&one, 1);
+	if (expect(ppl_sched_install_vps(&ops, &one), 0, "install_vps") ||
+	    expect(ppl_sched_install_vps(&ops, &one), EBUSY, "install_vps twice") ||
+	    expect(ppl_sched_install_vps(&ops, NULL), EINVAL, "install_vps NULL"))
+		return 1;
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, on_vp, (void *)(long)(i % 2));
+	int bad = 0;
+	for (int i = 0; i < 4; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		bad += (int)(long)r;
+	}
+	printf("custom: %d puts on VP 1, %d runs elsewhere\n", atomic_load(&nputs), bad);
+	if (strcmp(ppl_sched_name_vp(1), "queue") || strcmp(ppl_sched_name_vp(0), "fifo"))
+		bad++;
+	return bad || atomic_load(&other_vp) || atomic_load(&nputs) < 100 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	alarm(30);
@@ -262,6 +332,8 @@ int main(int argc, char **argv)
 	int r;
 	if (strcmp(mode, "groups") == 0) {
 		r = groups();
+	} else if (strcmp(mode, "custom") == 0) {
+		r = custom();
 	} else if (strcmp(mode, "fifo") == 0 || strcmp(mode, "lifo") == 0) {
 		r = local(mode);
 	} else {
