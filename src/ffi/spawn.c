@@ -11,7 +11,11 @@
  * buffer.  The thread's start routine makes the call; ppl_join_typed finds
  * the record of a joinable thread in a small table (so a pthread_t that
  * ppl_spawn did not make is EINVAL, not a wild read), joins, copies the
- * return value out and frees the record. */
+ * return value out and frees the record.  A joinable spawn that the program
+ * joins with pthread_join or detaches with pthread_detach instead is found
+ * released later (ppl_thread_serial: its TCB no longer names it) and freed
+ * then: each table sweep runs once the table has doubled since the last,
+ * so the records outstanding stay within twice the threads alive. */
 #include <errno.h>
 #include <ffi.h>
 #include <pthread.h>
@@ -38,6 +42,7 @@ struct spawn {
 	bool returned;             /* fn returned (not pthread_exit, not cancelled) */
 	bool detached;
 	pthread_t id;
+	unsigned long serial;      /* ppl_thread_serial(id) at the spawn, or 0 */
 	struct spawn *next;        /* in the table of joinable spawns */
 	_Alignas(ALIGN) char mem[]; /* argument types, struct types, element lists */
 };
@@ -155,6 +160,11 @@ static int check(const char *sig, const char **ret)
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spawn *table[64];
+static size_t nrecords, sweep_at = 64;   /* under table_lock */
+
+/* libppl's (weak: under NPTL alone there is none, and a typed thread
+ * joined with pthread_join keeps its record). */
+extern unsigned long ppl_thread_serial(pthread_t) __attribute__((weak));
 
 static struct spawn **bucket(pthread_t id)
 {
@@ -166,6 +176,24 @@ static void spawn_free(struct spawn *s)
 {
 	free(s->vals);
 	free(s);
+}
+
+/* Frees the records of threads the program joined or detached itself
+ * (caller holds table_lock). */
+static void sweep(void)
+{
+	for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+		for (struct spawn **pp = &table[i]; *pp;) {
+			struct spawn *s = *pp;
+			if (s->serial != 0 && ppl_thread_serial(s->id) != s->serial) {
+				*pp = s->next;
+				nrecords--;
+				spawn_free(s);
+			} else {
+				pp = &s->next;
+			}
+		}
+	sweep_at = nrecords * 2 > 64 ? nrecords * 2 : 64;
 }
 
 static void detached_end(void *arg)
@@ -225,7 +253,11 @@ static int start(struct spawn *s, pthread_t *th, const pthread_attr_t *attr, voi
 	}
 	if (!s->detached) {
 		s->id = id;
+		/* Read before anyone but the caller may join or detach it. */
+		s->serial = ppl_thread_serial ? ppl_thread_serial(id) : 0;
 		pthread_mutex_lock(&table_lock);
+		if (++nrecords > sweep_at && ppl_thread_serial)
+			sweep();
 		struct spawn **b = bucket(id);
 		s->next = *b;
 		*b = s;
@@ -363,8 +395,10 @@ API int ppl_join_typed(pthread_t th, void *ret)
 	while (*pp && !pthread_equal((*pp)->id, th))
 		pp = &(*pp)->next;
 	struct spawn *s = *pp;
-	if (s)
+	if (s) {
 		*pp = s->next;   /* ours: no second joiner finds it */
+		nrecords--;
+	}
 	pthread_mutex_unlock(&table_lock);
 	if (s == NULL)
 		return EINVAL;
@@ -373,6 +407,7 @@ API int ppl_join_typed(pthread_t th, void *ret)
 		pthread_mutex_lock(&table_lock);
 		s->next = *bucket(th);
 		*bucket(th) = s;
+		nrecords++;
 		pthread_mutex_unlock(&table_lock);
 		return err;
 	}

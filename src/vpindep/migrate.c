@@ -14,9 +14,22 @@
  * A ready thread whose home changes is queued again on its new home at once
  * (sched_rehome); a parked one goes there when it is woken; one running
  * elsewhere at its next switch (a yield, a park, a preemption tick); the
- * caller itself moves before the call returns. */
+ * caller itself moves before the call returns.
+ *
+ * A pin to a set of VPs (ppl_pin_set) keeps `pin` as the VP of the set the
+ * thread is kept on now (its home, where it is queued when made ready) and
+ * the set in pin_vps: thieves of the set may take it (ult_may_run), and a
+ * thread that yields on a VP of its set adopts that VP as its home there
+ * (sched_home_here) instead of going back, so the usual path never looks
+ * at the set. */
+#include <string.h>
+
 #include "pthread_impl.h"
 #include "ppl.h"
+
+_Static_assert(sizeof(((struct ult *)0)->pin_vps) == sizeof(ppl_vpset_t),
+	       "ult.h's pin_vps is a ppl_vpset_t");
+_Static_assert(PPL_VPSET_SIZE >= PPL_MAX_VPS, "a VP set holds every VP id");
 
 /* t's home from its pin and affinity (caller holds t->lock). */
 static void settle(struct ult *t)
@@ -116,9 +129,16 @@ static int place(pthread_t th, int vp, bool pin)
 	struct ult *self = ult_self_peek();
 	spin_lock(&t->lock);
 	if (pin || t->pin) {
-		/* A pinned thread that migrates stays pinned, to its new VP. */
+		/* A pinned thread that migrates stays pinned: to its set if vp
+		 * is in it, else to its new VP alone. */
+		bool in_set = !pin && t->pin_set &&
+			      ppl_vpset_has((const ppl_vpset_t *)t->pin_vps, vp);
+		if (!in_set)
+			t->pin_set = false;
 		t->pin = v;
-		t->migrating = false;
+		/* In its set: a migration, which thieves of the set leave
+		 * alone until it has arrived (then v is its home there). */
+		t->migrating = in_set && !(t == self && self->vp == v);
 		settle(t);
 	} else if (t == self && self->vp == v) {
 		/* Already there: nothing to wait for. */
@@ -161,6 +181,90 @@ PPL_API int ppl_unpin(pthread_t th)
 	else
 		move_self(t);
 	return 0;
+}
+
+/* ppl_pin_set's VP for t among the n VPs of set that take threads: where
+ * it is (or runs) now if that is one, else the one with the shortest
+ * queue; NULL if none. */
+static struct vproc *set_pick(struct ult *t, const ppl_vpset_t *set, int *n)
+{
+	struct vproc *now = t == ult_self_peek() ? (struct vproc *)vp_current() : t->vp;
+	struct vproc *best = NULL;
+	*n = 0;
+	for (int i = 0; i < ppl_rt.nvps && i < PPL_VPSET_SIZE; i++) {
+		struct vproc *v = ppl_vpset_has(set, i) ? target(i) : NULL;
+		if (v == NULL)
+			continue;
+		++*n;
+		if (best != now && (best == NULL || v == now ||
+				    atomic_load_explicit(&v->rq_len, memory_order_relaxed) <
+				    atomic_load_explicit(&best->rq_len, memory_order_relaxed)))
+			best = v;
+	}
+	return best;
+}
+
+PPL_API int ppl_pin_set(pthread_t th, const ppl_vpset_t *set)
+{
+	struct ult *t = (struct ult *)th;
+	if (ult_stale(t))
+		return ESRCH;
+	if (set == NULL)
+		return EINVAL;
+	int n;
+	struct vproc *v = set_pick(t, set, &n);
+	if (v == NULL)
+		return EINVAL;
+	int err = movable(t);
+	if (err)
+		return err;
+	spin_lock(&t->lock);
+	memcpy(t->pin_vps, set, sizeof t->pin_vps);
+	t->pin_set = n > 1;
+	t->pin = v;
+	t->migrating = false;
+	settle(t);
+	spin_unlock(&t->lock);
+	if (t != ult_self_peek())
+		sched_rehome(t);
+	else
+		move_self(t);
+	return 0;
+}
+
+PPL_API int ppl_pinned_set(pthread_t th, ppl_vpset_t *set)
+{
+	struct ult *t = (struct ult *)th;
+	if (ult_stale(t))
+		return ESRCH;
+	if (set == NULL)
+		return EINVAL;
+	spin_lock(&t->lock);
+	struct vproc *p = t->pin;
+	if (p && t->pin_set)
+		memcpy(set, t->pin_vps, sizeof *set);
+	else
+		ppl_vpset_zero(set);
+	if (p && !t->pin_set)
+		ppl_vpset_add(set, p->vp.id);
+	spin_unlock(&t->lock);
+	return 0;
+}
+
+bool sched_home_here(struct ult *self, struct vproc *v)
+{
+	if (self->pin == NULL || !self->pin_set)
+		return false;
+	bool here = false;
+	spin_lock(&self->lock);
+	if (self->pin != NULL && self->pin_set && !self->migrating &&
+	    ppl_vpset_has((const ppl_vpset_t *)self->pin_vps, v->vp.id)) {
+		self->pin = v;
+		settle(self);
+		here = true;
+	}
+	spin_unlock(&self->lock);
+	return here;
 }
 
 PPL_API int ppl_pinned(pthread_t th)

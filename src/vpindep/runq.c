@@ -13,11 +13,12 @@ void rt_changed(struct vproc *v, int d)
 }
 
 /* The link to the first thread of the list at *pp that may run on `self`
- * (a thread with a home VP stays there; self NULL: any), or NULL. */
+ * (a thread with a home VP stays there, or in its pin set; self NULL:
+ * any), or NULL. */
 static struct ult **list_find(struct ult **pp, struct vproc *self)
 {
 	for (; *pp; pp = &(*pp)->next)
-		if (self == NULL || (*pp)->home == NULL || (*pp)->home == self)
+		if (self == NULL || ult_may_run(*pp, self))
 			return pp;
 	return NULL;
 }
@@ -152,6 +153,10 @@ struct ult *steal(struct vproc *self)
 		if (v == NULL || v == self ||
 		    atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0)
 			continue;
+		/* Groups of VPs with schedulers of their own steal among
+		 * themselves only. */
+		if (ppl_hook_on(PPL_HOOK_SCHED) && !plug_same_group(self, v))
+			continue;
 		struct ult *t = steal_from(self, v, 0);
 		if (t)
 			return t;
@@ -177,6 +182,8 @@ void runq_fork_child(struct vproc *v, struct ult *self)
 	v->plug_head = v->plug_tail = NULL;   /* the installed scheduler's (schedplug.c) */
 	v->plug_len = 0;
 	v->plug_null_since = 0;
+	atomic_store_explicit(&v->plug_debt, 0, memory_order_relaxed);
+	plug_fork_child();
 	atomic_store_explicit(&v->rq_len, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->rq_top, 0, memory_order_relaxed);
 	atomic_store_explicit(&ppl_rt.rt_ready, 0, memory_order_relaxed);

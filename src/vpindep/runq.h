@@ -12,6 +12,18 @@
 #include "ult.h"
 #include "vproc.h"
 
+/* t may run on v: it has no home, or v is its home or a VP of its pin set
+ * (ppl_pin_set; migrate.c) and t is not on its way to a VP of the set.
+ * The set is looked at only off the usual path. */
+static inline bool ult_may_run(const struct ult *t, const struct vproc *v)
+{
+	if (ppl_likely(t->home == NULL || t->home == v))
+		return true;
+	unsigned id = (unsigned)v->vp.id;
+	return t->pin != NULL && t->pin_set && !t->migrating && id < 1024 &&
+	       (t->pin_vps[id / (8 * sizeof(unsigned long))] >> (id % (8 * sizeof(unsigned long))) & 1);
+}
+
 /* ---- run queues -----------------------------------------------------------
  * Two lists per VP under rq_lock: priority 0 (SCHED_OTHER, BATCH, IDLE) in
  * FIFO order, the usual case, and priorities > 0 (SCHED_FIFO, SCHED_RR)

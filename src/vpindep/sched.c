@@ -135,8 +135,11 @@ void sched_push(struct ult *t)
 				sched_class_raise(home, t);
 			vp_resume(&home->vp);
 		} else if (ppl_unlikely(t->prio > atomic_load_explicit(&home->cur_prio, memory_order_relaxed)) &&
-			 !home->dedicated)
+			 !home->dedicated) {
 			preempt_for_priority(home, t);
+		} else if (t->pin != NULL && t->pin_set) {
+			wake_idle_vp();   /* another VP of its pin set may take it */
+		}
 		monitor_note_ready();
 		return;
 	}

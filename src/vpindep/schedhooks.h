@@ -53,6 +53,16 @@ bool plug_remove(struct vproc *v, struct ult *t);
 void plug_blocked(struct ult *t);
 void plug_exited(struct ult *t);
 const char *ppl_sched_name_hidden(void);
+/* a and b run threads under the same scheduler (a group of VPs). */
+bool plug_same_group(struct vproc *a, struct vproc *b);
+/* v's scheduler keeps one order for its group (prio, timestamp). */
+bool plug_ordered(struct vproc *v);
+/* For self yielding on v (v->rq_lock held), v's scheduler keeping one
+ * order: the group's best thread for v if not worse than self, taken
+ * (counted out of v's rq_len by the caller); NULL: self runs on. */
+struct ult *plug_take_before(struct vproc *v, struct ult *self);
+/* The forked child: the schedulers' shared lists emptied. */
+void plug_fork_child(void);
 /* PPL_SCHED=name (env.c): 0, or -1 for an unknown name. */
 int plug_select(const char *name);
 

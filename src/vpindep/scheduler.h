@@ -100,6 +100,9 @@ void sched_rehome(struct ult *t);
 /* The caller resumed with `migrating` set (migrate.c): on its destination,
  * its home goes back to its pin or affinity. */
 void sched_migrate_arrived(struct ult *self);
+/* self (running on v, not its home) is pinned to a set holding v: v is
+ * its home from now on (migrate.c); false otherwise. */
+bool sched_home_here(struct ult *self, struct vproc *v);
 /* CPU affinity keeps t to vp (NULL: any VP), unless pinned (migrate.c). */
 void sched_affinity_home(struct ult *t, struct vproc *vp);
 /* The user's sched_yield: as sched_yield_ult, and the kernel's sched_yield

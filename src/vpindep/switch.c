@@ -70,6 +70,23 @@ static void unlock_cb(void *lock)
  * still the lowest). */
 static __attribute__((noinline)) bool plug_yield(struct vproc *v, struct ult *self, bool front)
 {
+	if (plug_ordered(v)) {
+		/* One order for the group: the best of it, unless self is
+		 * better; self is queued once switched out (the group's other
+		 * VPs see its list without v's lock).  v's own lists first. */
+		struct ult *next;
+		if (v->rq_head != NULL || v->rt_head != NULL) {
+			next = rq_take_for(v, NULL, 0);
+		} else if ((next = plug_take_before(v, self)) != NULL) {
+			rq_len_add(v, -1);
+		}
+		spin_unlock(&v->rq_lock);
+		if (next == NULL)
+			return false;
+		switch_to(v, self, next, front ? requeue_front_cb : requeue_cb, self);
+		sig_resumed(self);
+		return true;
+	}
 	atomic_store_explicit(&self->state, ULT_READY, memory_order_relaxed);
 	rq_insert(v, self, front);
 	struct ult *next = rq_take(v);
@@ -104,8 +121,9 @@ static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int
 	if (atomic_load_explicit(&v->next_deadline, memory_order_relaxed) != INT64_MAX)
 		timer_run_expired(v);
 	struct ult *self = v->current;
-	if (ppl_unlikely(self->home != NULL && self->home != v)) {
-		/* Its home moved (pthread_setaffinity_np): go there now. */
+	if (ppl_unlikely(self->home != NULL && self->home != v) && !sched_home_here(self, v)) {
+		/* Its home moved (pthread_setaffinity_np, ppl_pin): go there
+		 * now.  Not if v is in its pin set: v is its home now. */
 		switch_away(v, self, requeue_cb, self);
 		sig_resumed(self);
 		return true;
@@ -138,8 +156,14 @@ static inline __attribute__((always_inline)) bool yield_min(struct vproc *v, int
 		return true;
 	}
 	/* Nothing here: take a thread from another VP, if any. */
-	if (next == NULL &&
-	    (min > 0 || v->dedicated || ppl_rt.nvps_total == 1 || (next = find_work(v)) == NULL))
+	if (next == NULL && (min > 0 || v->dedicated || ppl_rt.nvps_total == 1))
+		return false;
+	/* A group of one order: the best of the group, not any. */
+	if (next == NULL && ppl_hook_on(PPL_HOOK_SCHED) && plug_ordered(v)) {
+		spin_lock(&v->rq_lock);
+		return plug_yield(v, self, front);
+	}
+	if (next == NULL && (next = find_work(v)) == NULL)
 		return false;
 	switch_to(v, self, next, front ? requeue_front_cb : requeue_cb, self);
 	sig_resumed(self);

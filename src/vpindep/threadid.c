@@ -22,6 +22,7 @@
 #include "scheduler.h"
 #include "thread.h"
 #include "ult.h"
+#include "ppl.h"
 
 #define VTID_BASE 4194304
 #define VTID_SPAN (INT_MAX - VTID_BASE)
@@ -90,4 +91,13 @@ struct ult *tid_thread(pid_t id)
 			return t;
 	}
 	return NULL;
+}
+
+/* ppl.h: th's sequence number while its TCB is th's, 0 once it has been
+ * released (joined, or ended detached).  TCBs are pooled, never unmapped,
+ * so a stale pthread_t reads safely; a reused TCB has another number. */
+PPL_API unsigned long ppl_thread_serial(pthread_t th)
+{
+	struct ult *t = (struct ult *)th;
+	return ult_stale(t) ? 0 : t->id;
 }

@@ -40,7 +40,8 @@ struct ult {
 				    * VP; VP 0 for the main thread in shared-TLS mode;
 				    * else pin, a ppl_migrate destination or aff_home
 				    * (migrate.c; changed under `lock`) */
-	struct vproc *pin;         /* ppl_pin's VP, or NULL */
+	struct vproc *pin;         /* ppl_pin's VP (for a set: the one of the set it
+				    * is kept on now), or NULL: not pinned */
 	struct vproc *aff_home;    /* the VP its CPU affinity keeps it to, or NULL */
 	/* sig_resumed: the VP whose kernel state was right for this thread at
 	 * generation ks_gen of vp_kstate_gen (NULL: look) */
@@ -48,6 +49,8 @@ struct ult {
 	unsigned long ks_gen;
 	bool migrating;            /* home is a ppl_migrate destination it has not
 				    * resumed on yet (sched_migrate_arrived) */
+	bool pin_set;              /* pinned to pin_vps (read only while pin is set,
+				    * so a new thread need not reset it) */
 	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
 	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
@@ -161,6 +164,9 @@ struct ult {
 	int prio_nheld;
 	void *prio_wait;           /* PI mutex it waits for, or NULL */
 	struct ult *prio_next;     /* list of threads with prio_nheld > 0 */
+	/* ppl_pin_set's VPs (a ppl_vpset_t), valid while pin_set (migrate.c);
+	 * last, so that the hot fields keep their offsets */
+	unsigned long pin_vps[1024 / (8 * sizeof(unsigned long))];
 };
 
 /* struct ult's `cancel` word */

@@ -26,6 +26,9 @@ struct vp_runq {
 	struct ult *plug_head, *plug_tail;
 	long plug_len;
 	int64_t plug_null_since;   /* its next() has returned none since, or 0 */
+	_Atomic long plug_debt;    /* threads queued here that another VP of the
+				    * group took (global order): still in rq_len
+				    * until this queue's next scheduler call */
 };
 
 /* What the VP runs, and its idle loop (sched.c, switch.h, idle.c). */

@@ -26,10 +26,13 @@ if ! cmp -s "$tmp/want" "$tmp/have"; then
 fi
 
 # Functions of ppl.h: an identifier starting ppl_ followed by '(', but
-# those of libppl-ffi.so (between its BEGIN and END comments).
+# those of libppl-ffi.so (between its BEGIN and END comments) and the
+# header's own static inline helpers (ppl_vpset_*).
 sed '/BEGIN libppl-ffi/,/END libppl-ffi/d' "$ppl_h" | grep -o '\bppl_[A-Za-z0-9_]* *(' |
 	sed 's/ *($//' | sort -u >"$tmp/ppl_h"
-missing=$(comm -23 "$tmp/ppl_h" "$tmp/ext")
+grep -o '^static inline [^(]*\bppl_[A-Za-z0-9_]* *(' "$ppl_h" | grep -o 'ppl_[A-Za-z0-9_]*' |
+	sort -u >"$tmp/inline"
+missing=$(comm -23 "$tmp/ppl_h" "$tmp/ext" | comm -23 - "$tmp/inline")
 if [ -n "$missing" ]; then
 	echo "declared in ppl.h but not PPL_EXT in interposed.def: $missing"
 	status=1

@@ -283,6 +283,123 @@ static void test_pin(void **state)
 	}
 }
 
+/* ---- pinning to a set of VPs ------------------------------------------------------ */
+
+static ppl_vpset_t set12;
+static atomic_int used[4];
+static sem_t set_go;
+
+static ppl_vpset_t vpset(int a, int b)
+{
+	ppl_vpset_t s;
+	ppl_vpset_zero(&s);
+	ppl_vpset_add(&s, a);
+	ppl_vpset_add(&s, b);
+	return s;
+}
+
+/* Pins itself to VPs 1 and 2, then blocks and yields: always on one of
+ * them. */
+static void *set_loop(void *arg)
+{
+	(void)arg;
+	assert_int_equal(ppl_pin_set(pthread_self(), &set12), 0);
+	int bad = 0;
+	for (int i = 0; i < 300; i++) {
+		if (i % 3 == 0)
+			usleep(100);
+		else
+			sched_yield();
+		int vp = ppl_current_vp();
+		bad += !ppl_vpset_has(&set12, vp);
+		if (vp >= 0 && vp < 4)
+			atomic_fetch_add(&used[vp], 1);
+	}
+	int p = ppl_pinned(pthread_self());
+	bad += p != 1 && p != 2;
+	ppl_vpset_t got;
+	assert_int_equal(ppl_pinned_set(pthread_self(), &got), 0);
+	bad += memcmp(&got, &set12, sizeof got) != 0;
+	return (void *)(intptr_t)bad;
+}
+
+/* Pinned by another thread while it waits, then woken: runs in its set. */
+static void *set_waiter(void *arg)
+{
+	(void)arg;
+	sem_wait(&set_go);
+	int vp = ppl_current_vp();
+	return (void *)(intptr_t)(vp == 0 || vp == 3 ? 0 : 1);
+}
+
+static void test_pin_set(void **state)
+{
+	(void)state;
+	set12 = vpset(1, 2);
+	pthread_t t[8];
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, set_loop, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		void *bad;
+		assert_int_equal(pthread_join(t[i], &bad), 0);
+		assert_int_equal((int)(intptr_t)bad, 0);
+	}
+	/* Both VPs of the set ran them, the others none. */
+	assert_int_equal(atomic_load(&used[0]) + atomic_load(&used[3]), 0);
+	assert_true(atomic_load(&used[1]) > 0 && atomic_load(&used[2]) > 0);
+
+	ppl_vpset_t s03 = vpset(0, 3), got, empty;
+	ppl_vpset_zero(&empty);
+	sem_init(&set_go, 0, 0);
+	assert_int_equal(pthread_create(&t[0], NULL, set_waiter, NULL), 0);
+	usleep(2000);   /* parked, most likely */
+	assert_int_equal(ppl_pin_set(t[0], &s03), 0);
+	sem_post(&set_go);
+	void *bad;
+	assert_int_equal(pthread_join(t[0], &bad), 0);
+	assert_int_equal((int)(intptr_t)bad, 0);
+
+	/* Errors: no set, an empty one, one of VPs that do not exist. */
+	pthread_t self = pthread_self();
+	assert_int_equal(ppl_pin_set(self, NULL), EINVAL);
+	assert_int_equal(ppl_pin_set(self, &empty), EINVAL);
+	ppl_vpset_t none = vpset(nvps, 1000);
+	assert_int_equal(ppl_pin_set(self, &none), EINVAL);
+	assert_int_equal(ppl_pinned_set(self, NULL), EINVAL);
+
+	const char *tls = getenv("PPL_TLS");
+	if (tls && strcmp(tls, "shared") == 0) {
+		assert_int_equal(ppl_pin_set(self, &s03), EPERM);
+		return;
+	}
+	/* The caller: on a VP of the set when the call returns; a migration
+	 * inside the set keeps it, one outside pins to that VP alone. */
+	ppl_vpset_t s23 = vpset(2, 3);
+	assert_int_equal(ppl_pin_set(self, &s23), 0);
+	assert_true(ppl_vpset_has(&s23, ppl_current_vp()));
+	assert_int_equal(ppl_pinned(self), ppl_current_vp());
+	assert_int_equal(ppl_pinned_set(self, &got), 0);
+	assert_memory_equal(&got, &s23, sizeof got);
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(ppl_migrate(self, 2 + i % 2), 0);
+		assert_int_equal(ppl_current_vp(), 2 + i % 2);
+		sched_yield();
+		assert_true(ppl_vpset_has(&s23, ppl_current_vp()));
+	}
+	assert_int_equal(ppl_pinned_set(self, &got), 0);
+	assert_memory_equal(&got, &s23, sizeof got);
+	assert_int_equal(ppl_migrate(self, 0), 0);
+	assert_int_equal(ppl_current_vp(), 0);
+	assert_int_equal(ppl_pinned(self), 0);
+	assert_int_equal(ppl_pinned_set(self, &got), 0);
+	assert_int_equal(ppl_vpset_count(&got), 1);
+	assert_true(ppl_vpset_has(&got, 0));
+	assert_int_equal(ppl_unpin(self), 0);
+	assert_int_equal(ppl_pinned(self), -1);
+	assert_int_equal(ppl_pinned_set(self, &got), 0);
+	assert_int_equal(ppl_vpset_count(&got), 0);
+}
+
 /* ---- errors --------------------------------------------------------------------- */
 
 static atomic_int done_flag;
@@ -429,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_states),
 		cmocka_unit_test(test_ready),
 		cmocka_unit_test(test_pin),
+		cmocka_unit_test(test_pin_set),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_fork),
 	};

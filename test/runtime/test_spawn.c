@@ -4,7 +4,9 @@
 #include <ffi.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <semaphore.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -302,6 +304,48 @@ static void test_many_threads(void **state)
 	}
 }
 
+static int add1(int x) { return x + 1; }
+
+/* 1,000 typed threads joined with pthread_join, 1,000 detached with
+ * pthread_detach (running or ended), 1,000 joined with ppl_join_typed. */
+static void spawn_round(void)
+{
+	enum { N = 1000 };
+	pthread_t t;
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ppl_spawn(&t, NULL, add1, "i>i", i), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ppl_spawn(&t, NULL, add1, "i>i", i), 0);
+		if (i % 2)
+			sched_yield();   /* some end before they are detached */
+		assert_int_equal(pthread_detach(t), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		int r = 0;
+		assert_int_equal(ppl_spawn(&t, NULL, add1, "i>i", i), 0);
+		assert_int_equal(ppl_join_typed(t, &r), 0);
+		assert_int_equal(r, i + 1);
+	}
+}
+
+/* Their records are given back: a second round leaves the heap in use as
+ * the first did (each record is about 190 bytes: 380 KB leaked per
+ * round before the fix).  The first round fills libppl's pools. */
+static void test_plain_join_detach_free(void **state)
+{
+	(void)state;
+	spawn_round();
+	usleep(20000);   /* the detached ones end */
+	size_t before = mallinfo2().uordblks;
+	spawn_round();
+	usleep(20000);
+	size_t after = mallinfo2().uordblks;
+	if (after > before + 64 * 1024)
+		fail_msg("heap grew by %zu bytes over 3,000 typed threads", after - before);
+}
+
 int main(void)
 {
 	alarm(60);
@@ -315,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_cif),
 		cmocka_unit_test(test_many_threads),
+		cmocka_unit_test(test_plain_join_detach_free),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
