@@ -101,6 +101,22 @@ static struct ult *tcb_get(void)
 	return t;
 }
 
+/* The thread's stack goes (back to its arena, or to the application), and
+ * with it the TLS block at its top. */
+__attribute__((noinline)) static void stack_release(struct ult *t)
+{
+	if (t->tls_in_stack) {
+		tls_block_leave(t->tls, &t->tls_libc);
+		t->tls = NULL;
+		t->tls_in_stack = false;
+	}
+	if (t->stack.user)
+		stack_vg_deregister(&t->stack);
+	else
+		stack_free(&t->stack);
+	t->stack.lo = NULL;
+}
+
 static void tcb_put(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_FREE, memory_order_release);
@@ -114,7 +130,7 @@ static void tcb_put(struct ult *t)
 	}
 	spin_unlock(&cache_lock);
 	/* Cache full: the stack goes back to its arena; the TCB stays pooled. */
-	stack_free(&t->stack);
+	stack_release(t);
 	spin_lock(&cache_lock);
 	t->cache_next = cache;
 	cache = t;
@@ -126,10 +142,8 @@ void ult_recycle(struct ult *t)
 {
 	if (t->is_main)
 		return;
-	if (t->stack.user) {
-		stack_vg_deregister(&t->stack);
-		t->stack.lo = NULL;     /* the application's memory: forget it */
-	}
+	if (ppl_unlikely(t->stack.user))
+		stack_release(t);       /* the application's memory: forget it */
 	tcb_put(t);
 }
 
@@ -141,10 +155,8 @@ static void tcb_cache_release_stacks(void)
 {
 	spin_lock(&cache_lock);
 	for (struct ult *t = cache; t != NULL; t = t->cache_next)
-		if (t->stack.lo != NULL && !t->stack.user) {
-			stack_free(&t->stack);
-			t->stack.lo = NULL;
-		}
+		if (t->stack.lo != NULL && !t->stack.user)
+			stack_release(t);
 	spin_unlock(&cache_lock);
 }
 
@@ -277,13 +289,14 @@ static void ult_entry(void *arg)
 	ult_finish(ult_self());
 }
 
+/* A thread's stack: the application's or a slot of libppl's, the pooled one
+ * if it fits.  With per-thread TLS its block sits at the stack's top, as
+ * NPTL's does (inside the size asked for): a new stack gets a new block. */
 static int give_stack(struct ult *t, const struct thread_attrs *at)
 {
 	if (at->stackaddr) {
-		if (!t->stack.user)
-			stack_free(&t->stack);
-		else
-			stack_vg_deregister(&t->stack);
+		if (t->stack.lo)
+			stack_release(t);
 		t->stack = (struct stack){ .lo = at->stackaddr, .size = at->stacksize, .user = true };
 		stack_vg_register(&t->stack);
 		return 0;
@@ -298,11 +311,41 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 	 * leaves it to a thread that does not fill its stack. */
 	if (t->stack.lo && !t->stack.user && t->stack.size == size && t->stack.guard == guard)
 		return 0;   /* the recycled stack fits */
-	if (t->stack.lo && !t->stack.user)
-		stack_free(&t->stack);
-	else if (t->stack.user)
-		stack_vg_deregister(&t->stack);
+	if (t->stack.lo)
+		stack_release(t);
 	return stack_alloc(size, guard, &t->stack);
+}
+
+/* glibc's MINIMAL_REST_STACK: what a stack must keep below its TLS. */
+#define STACK_REST_MIN 2048
+
+/* Per-thread TLS, for a thread without a block (one kept with its TCB or
+ * its stack is reused): a block below 4 GiB for the ldt switch method while there is
+ * room, else at the top of the stack.  0, EINVAL (the stack cannot hold its
+ * block and STACK_REST_MIN more, as glibc says) or EAGAIN. */
+static int give_tls(struct ult *t)
+{
+	if (t->stack.size < tls_block_room() + STACK_REST_MIN)
+		return EINVAL;
+	t->tls_used = false;
+	t->tls_sel = 0;
+	t->tls_countdown = 0;
+	if ((t->tls = tls_block_low()) != NULL) {
+		/* ldt method: an entry once the thread proves to switch (sched.c) */
+		if (ctx_tls_selectable(t->tls)) {
+			if (ppl_env_tls_ldt_after == 0)
+				t->tls_sel = ctx_tls_selector(t->tls);
+			else
+				t->tls_countdown = ppl_env_tls_ldt_after;
+		}
+		t->tls_room = 0;
+		return 0;
+	}
+	t->tls = tls_block_in_stack(t->stack.lo, t->stack.size, t->tls_libc, &t->tls_room);
+	if (t->tls == NULL)
+		return EAGAIN;
+	t->tls_in_stack = true;
+	return 0;
 }
 
 int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
@@ -326,21 +369,6 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	struct ult *t = tcb_get();
 	if (t == NULL)
 		return EAGAIN;
-	if (tls_per_thread && t->tls == NULL) {
-		if ((t->tls = tls_block_new()) == NULL) {
-			tcb_put(t);
-			return EAGAIN;
-		}
-		/* ldt method: an entry once the thread proves to switch (sched.c) */
-		t->tls_sel = 0;
-		t->tls_countdown = 0;
-		if (ctx_tls_selectable(t->tls)) {
-			if (ppl_env_tls_ldt_after == 0)
-				t->tls_sel = ctx_tls_selector(t->tls);
-			else
-				t->tls_countdown = ppl_env_tls_ldt_after;
-		}
-	}
 	err = give_stack(t, &at);
 	if (err == EAGAIN) {
 		/* Out of address space (RLIMIT_AS): threads that are ready may
@@ -352,8 +380,13 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		tcb_cache_release_stacks();
 		err = give_stack(t, &at);
 	}
+	if (err)
+		t->stack.lo = NULL;   /* nothing, or a slot given up */
+	else if (tls_per_thread && t->tls == NULL)
+		err = give_tls(t);
 	if (err) {
-		t->stack.lo = NULL;
+		if (t->stack.user)
+			stack_release(t);
 		tcb_put(t);
 		return err == EINVAL ? EINVAL : EAGAIN;
 	}
@@ -382,11 +415,13 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 			return err;
 		}
 	}
-	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
+	/* The frames stay below the TLS block at the stack's top. */
+	size_t frames = t->stack.size - (tls_per_thread ? t->tls_room : 0);
+	ctx_make(&t->ctx, t->stack.lo, frames, ult_entry, t);
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
 		t->ctx.tls_sel = t->tls_sel;
-		tls_block_set_stack(t->tls, t->stack.lo, t->stack.size);
+		tls_block_set_stack(t->tls, t->stack.lo, frames);
 		cancel_thread_reset(t);
 	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);
