@@ -33,11 +33,16 @@
 #include "ult.h"
 #include "waitq.h"
 
-#define TCB_CACHE_MAX 256   /* TCBs kept with their stacks; see stack.c on fork */
+/* Cached TCBs keep their stacks up to this much stack in all, as NPTL's
+ * stack cache (stack_cache_maxsize, 40 MiB): 640 stacks of 64 KiB, 5 of
+ * 8 MiB.  A fork copies the page tables of every stack kept, two per
+ * stack of 2 MiB or more (its top and its guard): 256 stacks of 8 MiB
+ * kept (the bound before) made a fork 2 ms dearer.  See stack.c. */
+#define STACK_CACHE_BYTES (40UL << 20)
 
 static spin_t cache_lock;
 static struct ult *cache;          /* recycled TCBs, each maybe with its stack */
-static size_t ncache;
+static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks */
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
 
 static struct ult *tcb_get(void)
@@ -46,7 +51,7 @@ static struct ult *tcb_get(void)
 	struct ult *t = cache;
 	if (t) {
 		cache = t->cache_next;
-		ncache--;
+		cache_room += t->stack.size;   /* 0 without a stack */
 	}
 	spin_unlock(&cache_lock);
 	if (t == NULL) {
@@ -115,16 +120,17 @@ __attribute__((noinline)) static void stack_release(struct ult *t)
 	else
 		stack_free(&t->stack);
 	t->stack.lo = NULL;
+	t->stack.size = 0;   /* what the TCB cache counts */
 }
 
 static void tcb_put(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_FREE, memory_order_release);
 	spin_lock(&cache_lock);
-	if (ncache < TCB_CACHE_MAX || t->stack.lo == NULL) {
+	if (t->stack.size <= cache_room) {
 		t->cache_next = cache;
 		cache = t;
-		ncache++;
+		cache_room -= t->stack.size;
 		spin_unlock(&cache_lock);
 		return;
 	}
@@ -134,7 +140,6 @@ static void tcb_put(struct ult *t)
 	spin_lock(&cache_lock);
 	t->cache_next = cache;
 	cache = t;
-	ncache++;
 	spin_unlock(&cache_lock);
 }
 
@@ -157,6 +162,7 @@ static void tcb_cache_release_stacks(void)
 	for (struct ult *t = cache; t != NULL; t = t->cache_next)
 		if (t->stack.lo != NULL && !t->stack.user)
 			stack_release(t);
+	cache_room = STACK_CACHE_BYTES;
 	spin_unlock(&cache_lock);
 }
 
@@ -380,8 +386,10 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		tcb_cache_release_stacks();
 		err = give_stack(t, &at);
 	}
-	if (err)
+	if (err) {
 		t->stack.lo = NULL;   /* nothing, or a slot given up */
+		t->stack.size = 0;
+	}
 	else if (tls_per_thread && t->tls == NULL)
 		err = give_tls(t);
 	if (err) {

@@ -10,7 +10,11 @@
  *    reported stack is exactly the application's; 300 threads one after
  *    another on stacks unmapped after each join use malloc, stdio and
  *    strerror without the heap growing (the C library's per-thread malloc
- *    state must outlive the memory its block was in).
+ *    state must outlive the memory its block was in);
+ *  - 300 threads alive on 1 MiB stacks, each touching 256 KiB of it, then
+ *    joined: the stacks kept for reuse hold at most about 40 MiB of stack
+ *    (NPTL's stack cache; libppl's TCB cache and hot stacks each): less
+ *    than 30 MiB stays resident of the 75 touched.
  * Where the per-thread TLS blocks are not in stacks (shared TLS, or the
  * ldt switch method's blocks below 4 GiB) the placement checks are skipped. */
 #include <errno.h>
@@ -134,6 +138,54 @@ static int user_stack_thread(void)
 	return (int)(intptr_t)r;
 }
 
+#define BIG_STACK (1024 * 1024)
+#define BIG_TOUCH (256 * 1024)
+#define BIG_N 300
+
+static void *toucher(void *arg)
+{
+	volatile char *p = __builtin_alloca(BIG_TOUCH);
+	for (size_t i = 0; i < BIG_TOUCH; i += 4096)
+		p[i] = 1;
+	pthread_mutex_lock(&m);
+	started++;
+	pthread_cond_broadcast(&cv);
+	while (!released)
+		CHECK_OK(pthread_cond_wait(&cv, &m));
+	pthread_mutex_unlock(&m);
+	return NULL;
+}
+
+/* Resident KiB that stays after BIG_N threads touched BIG_TOUCH each. */
+static long stack_cache_kept(void)
+{
+	pthread_t *t = calloc(BIG_N, sizeof *t);
+	CHECK(t != NULL);
+	pthread_attr_t a;
+	CHECK_OK(pthread_attr_init(&a));
+	CHECK_OK(pthread_attr_setstacksize(&a, BIG_STACK));
+	started = 0;
+	released = 0;
+	long rss0 = rss_kib();
+	for (int i = 0; i < BIG_N; i++)
+		CHECK_OK(pthread_create(&t[i], &a, toucher, NULL));
+	pthread_mutex_lock(&m);
+	while (started < BIG_N)
+		CHECK_OK(pthread_cond_wait(&cv, &m));
+	released = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&m);
+	long rss1 = rss_kib();
+	for (int i = 0; i < BIG_N; i++)
+		CHECK_OK(pthread_join(t[i], NULL));
+	CHECK_OK(pthread_attr_destroy(&a));
+	free(t);
+	long kept = rss_kib() - rss0;
+	printf("1 MiB stacks: %ld KiB resident while alive, %ld KiB kept after the joins\n",
+	       rss1 - rss0, kept);
+	return kept;
+}
+
 int main(void)
 {
 	alarm(60);
@@ -185,5 +237,6 @@ int main(void)
 	       in_stack, SERIAL, (long)heap2 - (long)heap1, SERIAL - 20);
 	CHECK(heap2 < heap1 + 64 * 1024);
 	free(t);
+	CHECK(stack_cache_kept() < 30 * 1024);
 	return 0;
 }
