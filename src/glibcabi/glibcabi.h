@@ -40,6 +40,26 @@ void tls_adopt_main(void);
  * Blocks are never freed: glibc keeps per-thread malloc state in them that
  * it frees only for threads it created, so the TCB pool reuses them. */
 void *tls_block_new(void);
+/* ---- a user thread's block at the top of its stack, as NPTL places it ----------
+ * The block's memory is the stack's, so it goes when the stack goes
+ * (tls_block_leave), and what the C library keeps per thread for malloc (its
+ * tcache and arena, in its own static TLS, which it frees only for threads it
+ * made) travels in a small record to the thread's next block. */
+struct tls_libc;
+/* The bytes a block takes at a stack's top, at most (0 without per-thread TLS). */
+size_t tls_block_room(void);
+/* With the `ldt` switch method, a block below 4 GiB while the LDT has room
+ * (pooled with its TCB for good, like tls_block_new's); else NULL. */
+void *tls_block_low(void);
+/* Make a block at the top of the stack [lo, lo + size): its thread pointer,
+ * or NULL (out of memory).  *used: the bytes it takes from the top, which
+ * the thread's frames must stay below.  *rec (may be NULL): the C library's
+ * state of the TCB's previous block, installed in this one. */
+void *tls_block_in_stack(void *lo, size_t size, struct tls_libc *rec, size_t *used);
+/* The stack of tp's block is freed or given back to the application: move
+ * the C library's state into *rec (made on first use), free the block's
+ * DTV and dynamic TLS, and forget the block. */
+void tls_block_leave(void *tp, struct tls_libc **rec);
 /* Per-thread TLS: keep a pointer to the start of the DTV of the kernel
  * thread whose thread pointer is tp (NULL: the caller's), a VP's or the
  * monitor's, which glibc points into only at an offset: a leak checker

@@ -69,6 +69,7 @@ static void libc_cancel_init(void);
 
 /* Resolved once by the gate. */
 static void *(*allocate_tls)(void *);
+static void (*deallocate_tls)(void *, bool);
 static void (*get_tls_static_info)(size_t *, size_t *);
 static void (*call_tls_dtors)(void);
 static ptrdiff_t resp_off;        /* __resp, from the thread pointer */
@@ -180,11 +181,13 @@ static const char *gate(void)
 	lm_tls_offset = o[2];
 
 	allocate_tls = (void *(*)(void *))libc_private("_dl_allocate_tls");
+	deallocate_tls = (void (*)(void *, bool))libc_private("_dl_deallocate_tls");
 	get_tls_static_info = (void (*)(size_t *, size_t *))libc_private("_dl_get_tls_static_info");
 	call_tls_dtors = (void (*)(void))libc_private("__call_tls_dtors");
 	const ptrdiff_t *rs = vp_libc_lookup("__rseq_offset", "GLIBC_2.35");
 	char *resp = libc_private("__resp");   /* this (main) thread's slot */
-	if (!allocate_tls || !get_tls_static_info || !call_tls_dtors || !rs || !resp)
+	if (!allocate_tls || !deallocate_tls || !get_tls_static_info || !call_tls_dtors || !rs ||
+	    !resp)
 		return "a GLIBC_PRIVATE entry point is missing";
 	if (*rs != L->rseq_offset)
 		return "rseq area at an unknown offset";
@@ -393,6 +396,18 @@ static bool add_block(char *tp)
 	return true;
 }
 
+void *tls_block_low(void)
+{
+	char *tp = low_block();
+	if (tp == NULL)
+		return NULL;
+	block_init(tp);
+	spin_lock(&blocks_lock);
+	bool ok = add_block(tp);
+	spin_unlock(&blocks_lock);
+	return ok ? tp : NULL;
+}
+
 void *tls_block_new(void)
 {
 	char *tp = low_block();
@@ -405,6 +420,105 @@ void *tls_block_new(void)
 	bool ok = add_block(tp);
 	spin_unlock(&blocks_lock);
 	return ok ? tp : NULL;   /* the block leaks: out of memory anyway */
+}
+
+/* ---- blocks at the top of a user thread's stack ------------------------------------
+ *
+ * Laid out as NPTL's (variant II): the descriptor at the top, the static TLS
+ * area below the thread pointer, and below that a small header of libppl's,
+ * then the thread's frames.  A block here lives as long as its stack; the
+ * C library's own static TLS (its module: errno, the malloc tcache and
+ * arena, locale, __resp) is carried to the TCB's next block in a record,
+ * as the pool kept it in the same block before, so the malloc state of
+ * the threads the C library did not make is never dropped. */
+
+struct slot_header {
+	size_t index;          /* in `slot_blocks` */
+	void *dtv;             /* the DTV's start, for leak checkers (dtv_start) */
+};
+
+struct tls_libc {
+	bool full;             /* holds a block's C library state */
+	char bytes[];          /* the C library module's static TLS */
+};
+
+static char **slot_blocks;           /* live blocks in stacks, under blocks_lock */
+static size_t nslot, cap_slot;
+static ptrdiff_t libc_off;           /* the C library module's static TLS: tp - libc_off */
+static size_t libc_size;             /* its memsz; 0: not found (no carrying) */
+
+static size_t block_align(void)
+{
+	return static_align < 64 ? 64 : static_align;
+}
+
+size_t tls_block_room(void)
+{
+	if (!tls_per_thread)
+		return 0;
+	return L->sizeof_pthread + block_align() + static_size + sizeof(struct slot_header) + 64;
+}
+
+static struct slot_header *header_of(char *tp)
+{
+	uintptr_t h = (uintptr_t)tp - (static_size - L->sizeof_pthread) - sizeof(struct slot_header);
+	return (struct slot_header *)(h & ~(uintptr_t)15);
+}
+
+void *tls_block_in_stack(void *lo, size_t size, struct tls_libc *rec, size_t *used)
+{
+	uintptr_t top = (uintptr_t)lo + size;
+	char *tp = (char *)((top - L->sizeof_pthread) & ~(uintptr_t)(block_align() - 1));
+	struct slot_header *h = header_of(tp);
+	if ((uintptr_t)h < (uintptr_t)lo)
+		return NULL;
+	/* Static TLS images of every module, a fresh DTV (malloc'ed). */
+	if (allocate_tls(tp) == NULL)
+		return NULL;
+	block_init(tp);
+	h->dtv = dtv_start(tp);
+	spin_lock(&blocks_lock);
+	if (nslot == cap_slot) {
+		size_t ncap = cap_slot ? cap_slot * 2 : 256;
+		/* blocks_lock is held: no preemption in a replaced malloc (preempt.c) */
+		char **nb = realloc(slot_blocks, ncap * sizeof *nb);
+		if (nb == NULL) {
+			spin_unlock(&blocks_lock);
+			deallocate_tls(tp, false);
+			return NULL;
+		}
+		slot_blocks = nb;
+		cap_slot = ncap;
+	}
+	h->index = nslot;
+	slot_blocks[nslot++] = tp;
+	spin_unlock(&blocks_lock);
+	if (rec != NULL && rec->full) {
+		memcpy(tp - libc_off, rec->bytes, libc_size);
+		F(tp, resp_off, char *) = tp + L->res;   /* it pointed into the old block */
+		rec->full = false;
+	}
+	*used = top - ((uintptr_t)h & ~(uintptr_t)63);
+	return tp;
+}
+
+void tls_block_leave(void *tp, struct tls_libc **rec)
+{
+	if (libc_size != 0) {
+		if (*rec == NULL)
+			*rec = malloc(sizeof **rec + libc_size);
+		if (*rec != NULL) {   /* else its malloc cache is lost: out of memory anyway */
+			memcpy((*rec)->bytes, (char *)tp - libc_off, libc_size);
+			(*rec)->full = true;
+		}
+	}
+	deallocate_tls(tp, false);   /* the DTV and the dynamic TLS blocks */
+	struct slot_header *h = header_of(tp);
+	spin_lock(&blocks_lock);
+	char *last = slot_blocks[--nslot];
+	slot_blocks[h->index] = last;
+	header_of(last)->index = h->index;
+	spin_unlock(&blocks_lock);
 }
 
 /* ---- blocks for kernel threads glibc did not create ---------------------------------------- */
@@ -565,6 +679,8 @@ void tls_after_dlopen(void)
 		spin_lock(&blocks_lock);
 		for (size_t b = 0; b < nblocks; b++)
 			copy_image((char *)blocks[b] - m->offset, m);
+		for (size_t b = 0; b < nslot; b++)
+			copy_image(slot_blocks[b] - m->offset, m);
 		spin_unlock(&blocks_lock);
 		done_off[m->modid] = m->offset;
 		done_image[m->modid] = m->image;
@@ -609,7 +725,13 @@ void tls_mode_init(bool want_per_thread, enum ctx_tls_switch sw)
 			vp_write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 	}
 	snprintf(mode_name, sizeof mode_name, "per-thread/%s", ctx_tls_switch_name(got));
-	mark_all_done(modules());
+	struct modtab *t = modules();
+	mark_all_done(t);
+	for (size_t i = 0; t && i < t->n; i++)
+		if (is_libc(main_tp, &t->m[i])) {
+			libc_off = t->m[i].offset;
+			libc_size = t->m[i].memsz;
+		}
 	tls_per_thread = true;
 	libc_cancel_init();
 }

@@ -37,7 +37,8 @@
 
 #define ARENA_BYTES (1UL << 30)    /* reserved per arena; virtual only */
 #define CLASS_MAX 32               /* distinct (size, guard) classes kept */
-#define HOT_STACKS 64              /* freed stacks per class kept resident */
+#define HOT_STACKS 64              /* freed stacks per class kept resident, */
+#define HOT_BYTES (40UL << 20)     /* and at most this much (NPTL's stack cache) */
 #define CHUNK_SLOTS 254            /* free slots per chunk (a 2 KiB chunk) */
 #define FIRST_ARENA_SLOTS 8        /* a class's first arena; each next doubles */
 
@@ -287,7 +288,8 @@ void stack_free(struct stack *s)
 	stack_vg_deregister(s);
 	spin_lock(&lock);
 	struct size_class *c = class_for(s->size, s->guard);
-	bool cold = c != NULL && c->nfree >= HOT_STACKS;
+	size_t hot = c != NULL && HOT_BYTES / c->stride < HOT_STACKS ? HOT_BYTES / c->stride : HOT_STACKS;
+	bool cold = c != NULL && c->nfree >= hot;
 	spin_unlock(&lock);
 	if (c == NULL) {
 		drop(s);

@@ -33,11 +33,16 @@
 #include "ult.h"
 #include "waitq.h"
 
-#define TCB_CACHE_MAX 256   /* TCBs kept with their stacks; see stack.c on fork */
+/* Cached TCBs keep their stacks up to this much stack in all, as NPTL's
+ * stack cache (stack_cache_maxsize, 40 MiB): 640 stacks of 64 KiB, 5 of
+ * 8 MiB.  A fork copies the page tables of every stack kept, two per
+ * stack of 2 MiB or more (its top and its guard): 256 stacks of 8 MiB
+ * kept (the bound before) made a fork 2 ms dearer.  See stack.c. */
+#define STACK_CACHE_BYTES (40UL << 20)
 
 static spin_t cache_lock;
 static struct ult *cache;          /* recycled TCBs, each maybe with its stack */
-static size_t ncache;
+static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks */
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
 
 static struct ult *tcb_get(void)
@@ -46,7 +51,7 @@ static struct ult *tcb_get(void)
 	struct ult *t = cache;
 	if (t) {
 		cache = t->cache_next;
-		ncache--;
+		cache_room += t->stack.size;   /* 0 without a stack */
 	}
 	spin_unlock(&cache_lock);
 	if (t == NULL) {
@@ -102,24 +107,40 @@ static struct ult *tcb_get(void)
 	return t;
 }
 
+/* The thread's stack goes (back to its arena, or to the application), and
+ * with it the TLS block at its top. */
+__attribute__((noinline)) static void stack_release(struct ult *t)
+{
+	if (t->tls_in_stack) {
+		tls_block_leave(t->tls, &t->tls_libc);
+		t->tls = NULL;
+		t->tls_in_stack = false;
+	}
+	if (t->stack.user)
+		stack_vg_deregister(&t->stack);
+	else
+		stack_free(&t->stack);
+	t->stack.lo = NULL;
+	t->stack.size = 0;   /* what the TCB cache counts */
+}
+
 static void tcb_put(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_FREE, memory_order_release);
 	spin_lock(&cache_lock);
-	if (ncache < TCB_CACHE_MAX || t->stack.lo == NULL) {
+	if (t->stack.size <= cache_room) {
 		t->cache_next = cache;
 		cache = t;
-		ncache++;
+		cache_room -= t->stack.size;
 		spin_unlock(&cache_lock);
 		return;
 	}
 	spin_unlock(&cache_lock);
 	/* Cache full: the stack goes back to its arena; the TCB stays pooled. */
-	stack_free(&t->stack);
+	stack_release(t);
 	spin_lock(&cache_lock);
 	t->cache_next = cache;
 	cache = t;
-	ncache++;
 	spin_unlock(&cache_lock);
 }
 
@@ -127,10 +148,8 @@ void ult_recycle(struct ult *t)
 {
 	if (t->is_main)
 		return;
-	if (t->stack.user) {
-		stack_vg_deregister(&t->stack);
-		t->stack.lo = NULL;     /* the application's memory: forget it */
-	}
+	if (ppl_unlikely(t->stack.user))
+		stack_release(t);       /* the application's memory: forget it */
 	tcb_put(t);
 }
 
@@ -142,10 +161,9 @@ static void tcb_cache_release_stacks(void)
 {
 	spin_lock(&cache_lock);
 	for (struct ult *t = cache; t != NULL; t = t->cache_next)
-		if (t->stack.lo != NULL && !t->stack.user) {
-			stack_free(&t->stack);
-			t->stack.lo = NULL;
-		}
+		if (t->stack.lo != NULL && !t->stack.user)
+			stack_release(t);
+	cache_room = STACK_CACHE_BYTES;
 	spin_unlock(&cache_lock);
 }
 
@@ -278,13 +296,14 @@ static void ult_entry(void *arg)
 	ult_finish(ult_self());
 }
 
+/* A thread's stack: the application's or a slot of libppl's, the pooled one
+ * if it fits.  With per-thread TLS its block sits at the stack's top, as
+ * NPTL's does (inside the size asked for): a new stack gets a new block. */
 static int give_stack(struct ult *t, const struct thread_attrs *at)
 {
 	if (at->stackaddr) {
-		if (!t->stack.user)
-			stack_free(&t->stack);
-		else
-			stack_vg_deregister(&t->stack);
+		if (t->stack.lo)
+			stack_release(t);
 		t->stack = (struct stack){ .lo = at->stackaddr, .size = at->stacksize, .user = true };
 		stack_vg_register(&t->stack);
 		return 0;
@@ -299,11 +318,41 @@ static int give_stack(struct ult *t, const struct thread_attrs *at)
 	 * leaves it to a thread that does not fill its stack. */
 	if (t->stack.lo && !t->stack.user && t->stack.size == size && t->stack.guard == guard)
 		return 0;   /* the recycled stack fits */
-	if (t->stack.lo && !t->stack.user)
-		stack_free(&t->stack);
-	else if (t->stack.user)
-		stack_vg_deregister(&t->stack);
+	if (t->stack.lo)
+		stack_release(t);
 	return stack_alloc(size, guard, &t->stack);
+}
+
+/* glibc's MINIMAL_REST_STACK: what a stack must keep below its TLS. */
+#define STACK_REST_MIN 2048
+
+/* Per-thread TLS, for a thread without a block (one kept with its TCB or
+ * its stack is reused): a block below 4 GiB for the ldt switch method while there is
+ * room, else at the top of the stack.  0, EINVAL (the stack cannot hold its
+ * block and STACK_REST_MIN more, as glibc says) or EAGAIN. */
+static int give_tls(struct ult *t)
+{
+	if (t->stack.size < tls_block_room() + STACK_REST_MIN)
+		return EINVAL;
+	t->tls_used = false;
+	t->tls_sel = 0;
+	t->tls_countdown = 0;
+	if ((t->tls = tls_block_low()) != NULL) {
+		/* ldt method: an entry once the thread proves to switch (sched.c) */
+		if (ctx_tls_selectable(t->tls)) {
+			if (ppl_env_tls_ldt_after == 0)
+				t->tls_sel = ctx_tls_selector(t->tls);
+			else
+				t->tls_countdown = ppl_env_tls_ldt_after;
+		}
+		t->tls_room = 0;
+		return 0;
+	}
+	t->tls = tls_block_in_stack(t->stack.lo, t->stack.size, t->tls_libc, &t->tls_room);
+	if (t->tls == NULL)
+		return EAGAIN;
+	t->tls_in_stack = true;
+	return 0;
 }
 
 int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
@@ -327,21 +376,6 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	struct ult *t = tcb_get();
 	if (t == NULL)
 		return EAGAIN;
-	if (tls_per_thread && t->tls == NULL) {
-		if ((t->tls = tls_block_new()) == NULL) {
-			tcb_put(t);
-			return EAGAIN;
-		}
-		/* ldt method: an entry once the thread proves to switch (sched.c) */
-		t->tls_sel = 0;
-		t->tls_countdown = 0;
-		if (ctx_tls_selectable(t->tls)) {
-			if (ppl_env_tls_ldt_after == 0)
-				t->tls_sel = ctx_tls_selector(t->tls);
-			else
-				t->tls_countdown = ppl_env_tls_ldt_after;
-		}
-	}
 	err = give_stack(t, &at);
 	if (err == EAGAIN) {
 		/* Out of address space (RLIMIT_AS): threads that are ready may
@@ -354,7 +388,14 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		err = give_stack(t, &at);
 	}
 	if (err) {
-		t->stack.lo = NULL;
+		t->stack.lo = NULL;   /* nothing, or a slot given up */
+		t->stack.size = 0;
+	}
+	else if (tls_per_thread && t->tls == NULL)
+		err = give_tls(t);
+	if (err) {
+		if (t->stack.user)
+			stack_release(t);
 		tcb_put(t);
 		return err == EINVAL ? EINVAL : EAGAIN;
 	}
@@ -383,11 +424,13 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 			return err;
 		}
 	}
-	ctx_make(&t->ctx, t->stack.lo, t->stack.size, ult_entry, t);
+	/* The frames stay below the TLS block at the stack's top. */
+	size_t frames = t->stack.size - (tls_per_thread ? t->tls_room : 0);
+	ctx_make(&t->ctx, t->stack.lo, frames, ult_entry, t);
 	if (tls_per_thread) {
 		t->ctx.tls = t->tls;
 		t->ctx.tls_sel = t->tls_sel;
-		tls_block_set_stack(t->tls, t->stack.lo, t->stack.size);
+		tls_block_set_stack(t->tls, t->stack.lo, frames);
 		cancel_thread_reset(t);
 	}
 	atomic_fetch_add_explicit(&ppl_rt.nthreads, 1, memory_order_relaxed);

@@ -54,8 +54,12 @@ struct ult {
 	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
 	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
-	void *tls;                 /* per-thread TLS: this TCB's glibc block (thread
-				    * pointer), made with the TCB and pooled with it */
+	void *tls;                 /* per-thread TLS: its glibc block (thread pointer):
+				    * at its stack's top (tls_in_stack), going with the
+				    * stack, or below 4 GiB (ldt), pooled with the TCB */
+	bool tls_in_stack;
+	size_t tls_room;           /* bytes the block takes at the stack's top */
+	struct tls_libc *tls_libc; /* the C library's state between two blocks */
 	unsigned tls_sel;          /* its %fs selector (ldt switch method), or 0 */
 	unsigned tls_countdown;    /* entries into its block until the block gets an
 				    * LDT entry; 0: nothing to do (ult_tls_entered) */
