@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +67,22 @@ struct proc {
 static struct proc procs[PROC_MAX];
 static _Atomic int procs_hi;          /* slots [0, procs_hi) were ever used */
 static _Atomic uint32_t nchildren;    /* futex word: VP processes not yet reaped */
+
+/* The CPU time of the VP processes that ended (user, system; ns), from
+ * the reaper's waitid: the program's own, which the kernel counts as the
+ * initial process's children's (vp_process_rusage). */
+static _Atomic int64_t retired_ns[2];
+
+void vp_process_retired_ns(int64_t *user, int64_t *sys)
+{
+	*user = atomic_load_explicit(&retired_ns[0], memory_order_acquire);
+	*sys = atomic_load_explicit(&retired_ns[1], memory_order_acquire);
+}
+
+static int64_t tv_ns(const struct timeval *tv)
+{
+	return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
+}
 
 /* The initial process's id (0 before adopt or the first create). */
 static _Atomic pid_t program_pid;
@@ -244,10 +261,12 @@ static void reaper_main(void *unused)
 			continue;
 		}
 		siginfo_t si;
+		struct rusage ru;
 		memset(&si, 0, sizeof si);
+		memset(&ru, 0, sizeof ru);
 		/* Only clone children (no exit signal): VP processes, never the
 		 * program's own children. */
-		if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | __WCLONE, NULL) != 0) {
+		if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | __WCLONE, &ru) != 0) {
 			if (errno == ECHILD) {   /* counted, not yet cloned: look again */
 				struct timespec ms = { 0, 1000000 };
 				syscall(SYS_nanosleep, &ms, NULL);
@@ -257,6 +276,8 @@ static void reaper_main(void *unused)
 		struct proc *p = find_pid(si.si_pid);
 		if (p == NULL)
 			continue;   /* a clone child of the program's own */
+		atomic_fetch_add_explicit(&retired_ns[0], tv_ns(&ru.ru_utime), memory_order_acq_rel);
+		atomic_fetch_add_explicit(&retired_ns[1], tv_ns(&ru.ru_stime), memory_order_acq_rel);
 		atomic_fetch_sub_explicit(&nchildren, 1, memory_order_acq_rel);
 		if (!atomic_load_explicit(&p->ending, memory_order_acquire))
 			end_program(&si);
@@ -610,6 +631,8 @@ static void process_fork_child(struct vp *vp)
 		atomic_store_explicit(&procs[i].pid, 0, memory_order_relaxed);
 	atomic_store_explicit(&procs_hi, 0, memory_order_relaxed);
 	atomic_store_explicit(&nchildren, 0, memory_order_relaxed);
+	atomic_store_explicit(&retired_ns[0], 0, memory_order_relaxed);
+	atomic_store_explicit(&retired_ns[1], 0, memory_order_relaxed);
 	atomic_store_explicit(&req.lock, 0, memory_order_relaxed);
 	atomic_store_explicit(&managers, 0, memory_order_relaxed);
 	atomic_store_explicit(&catcher_runs, false, memory_order_relaxed);

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -270,6 +271,19 @@ int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct 
  * VP backend's processes, those alive); -1 when the kernel's clock is the
  * program's (one process). */
 int64_t vp_process_cputime_ns(void);
+/* getrusage's RUSAGE_SELF and RUSAGE_CHILDREN, and times, of the program
+ * whatever its VP backend: with the process backend the CPU time of
+ * every VP process, those that ended too, is SELF's (the kernel counts
+ * an ended one as a child of the initial process); the other RUSAGE_SELF
+ * counters are the calling process's.  The kernel's conventions. */
+int vp_process_rusage(int who, struct rusage *r);
+clock_t vp_process_times(struct tms *t);
+/* fn(arg) in the initial process, on one of its kernel threads (with the
+ * process backend, from a VP process: on its manager): kernel state a
+ * process owns that every VP must reach, POSIX timers on the kernel's
+ * clocks (their ids, their signals, the C library's SIGEV_THREAD helper).
+ * fn's result, and errno as fn left it. */
+int vp_process_call(int (*fn)(void *), void *arg);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
 /* Called by libppl's catcher of process-directed signals (sigroute.c) as

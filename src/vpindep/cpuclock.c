@@ -282,7 +282,9 @@ int ppl_getrusage(__rusage_who_t who, struct rusage *r)
 	int (*real)(__rusage_who_t, struct rusage *) =
 		(int (*)(__rusage_who_t, struct rusage *))vp_libc_fn(&next, "getrusage", NULL);
 	struct ult *self;
-	if (who != RUSAGE_THREAD || (self = ult_self())->foreign)
+	if (who != RUSAGE_THREAD)
+		return procwide_rusage(who, r);
+	if ((self = ult_self())->foreign)
 		return real(who, r);
 	struct rusage k;
 	if (real(who, &k) != 0)

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
