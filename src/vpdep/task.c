@@ -6,6 +6,7 @@
  * Each is one raw system call with the kernel's conventions. */
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -156,6 +157,13 @@ void vp_kthread_yield(void)
 int vp_rseq_unregister(void *area, uint32_t size)
 {
 	return syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 ? 0 : errno;
+}
+
+_Noreturn void vp_kthread_group_end(void)
+{
+	syscall(SYS_kill, syscall(SYS_getpid), SIGKILL);
+	for (;;)
+		syscall(SYS_exit_group, 128 + SIGKILL);
 }
 
 int vp_process_kill(int sig)

@@ -284,6 +284,9 @@ clock_t vp_process_times(struct tms *t);
  * clocks (their ids, their signals, the C library's SIGEV_THREAD helper).
  * fn's result, and errno as fn left it. */
 int vp_process_call(int (*fn)(void *), void *arg);
+/* End the calling kernel thread's process at once (SIGKILL): the
+ * program's initial kernel thread is gone and this one must not go on. */
+_Noreturn void vp_kthread_group_end(void);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
 /* Called by libppl's catcher of process-directed signals (sigroute.c) as
