@@ -313,6 +313,11 @@ static inline pid_t vp_cpuclock_kthread(clockid_t c)
 		return -1;
 	return (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
 }
+/* The CPU time (ns) kernel thread tid has run, from /proc (its schedstat:
+ * the kernel's CPU clock up to a tick behind), for a kernel thread whose
+ * clock the caller cannot read (another thread group's: the process
+ * backend's VP processes); -1 if unknown. */
+int64_t vp_kthread_runtime_ns(pid_t tid);
 /* The calling kernel thread gives its CPU to another (sched_yield). */
 void vp_kthread_yield(void);
 /* Unregister the calling kernel thread's rseq area of `size` bytes (the
