@@ -95,6 +95,10 @@ struct vp_backend {
 	/* optional: in fork's child, on the only kernel thread left, which
 	 * runs vp (vp_fork_child) */
 	void (*fork_child)(struct vp *vp);
+	/* optional: the program is back to VP 0 alone, its other VPs ended
+	 * (vp_retired): the backend's own helper threads end too, and
+	 * start again with the next create. */
+	void (*retired)(void);
 	/* The program's process id and its parent's, as getpid and getppid
 	 * give them to the program on any VP. */
 	pid_t (*pid)(void);
@@ -149,6 +153,11 @@ void vp_set_current_in(void *tp, struct vp *vp);
  * its kernel thread id is the child's, and its preemption timer is gone
  * (POSIX timers are not inherited). */
 void vp_fork_child(struct vp *vp);
+/* On VP 0 once every other VP has been told to end for good (retire.c):
+ * the backend's own helper kernel threads end as well, so that the
+ * process has its initial kernel thread alone, as an NPTL program with one
+ * thread; the next vp_create starts them again. */
+void vp_retired(void);
 /* Send signal `sig` to the kernel thread of `vp` (tgkill).  0 or errno;
  * ESRCH if the VP has not started yet. */
 int vp_signal(struct vp *vp, int sig);
