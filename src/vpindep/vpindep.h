@@ -17,6 +17,8 @@
 #include <sys/select.h>
 #include <sys/time.h>
 #include <sys/times.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>

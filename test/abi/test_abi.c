@@ -89,6 +89,8 @@ label:
 #include <sys/select.h>
 #include <sys/time.h>
 #include <sys/times.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
