@@ -175,6 +175,34 @@ PPL_OLD_VERSION(old_timer_settime, timer_settime, "GLIBC_2.2.5")
 PPL_OLD_VERSION(old_timer_gettime, timer_gettime, "GLIBC_2.2.5")
 PPL_OLD_VERSION(old_timer_getoverrun, timer_getoverrun, "GLIBC_2.2.5")
 
+/* ---- posix_spawn before GLIBC_2.15 (an exec failure is the child's exit 127) ----------------- */
+
+/* fork.c (fork.h): the C library's function of that version, on VP 0. */
+int spawn_initial(void *_Atomic *next, const char *name, const char *version, pid_t *restrict pid,
+		  const char *restrict path, const posix_spawn_file_actions_t *fa,
+		  const posix_spawnattr_t *restrict a, char *const argv[], char *const envp[]);
+
+PPL_OLD int old_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			    const posix_spawnattr_t *a, char *const argv[], char *const envp[]);
+int old_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		    const posix_spawnattr_t *a, char *const argv[], char *const envp[])
+{
+	static void *_Atomic next;
+	return spawn_initial(&next, "posix_spawn", "GLIBC_2.2.5", pid, path, fa, a, argv, envp);
+}
+
+PPL_OLD int old_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			     const posix_spawnattr_t *a, char *const argv[], char *const envp[]);
+int old_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+		     const posix_spawnattr_t *a, char *const argv[], char *const envp[])
+{
+	static void *_Atomic next;
+	return spawn_initial(&next, "posix_spawnp", "GLIBC_2.2.5", pid, file, fa, a, argv, envp);
+}
+
+PPL_OLD_VERSION(old_posix_spawn, posix_spawn, "GLIBC_2.2.5")
+PPL_OLD_VERSION(old_posix_spawnp, posix_spawnp, "GLIBC_2.2.5")
+
 /* ---- CPU affinity before GLIBC_2.3.4 ------------------------------------------------------ */
 
 #define OLD_CPUSET 128

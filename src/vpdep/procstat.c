@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -115,4 +116,13 @@ int vp_process_name(char *buf, size_t len)
 		r--;
 	buf[r] = '\0';
 	return 0;
+}
+
+int64_t vp_kthread_runtime_ns(pid_t tid)
+{
+	char path[96], buf[128];
+	if (vp_backend_ops()->task_path(tid, "schedstat", path, sizeof path) != 0 ||
+	    read_proc(path, buf, sizeof buf) < 0)
+		return -1;
+	return strtoll(buf, NULL, 10);
 }

@@ -6,8 +6,11 @@
  * Each is one raw system call with the kernel's conventions. */
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/times.h>
 #include <unistd.h>
 
 #include "vp_backend.h"
@@ -156,6 +159,13 @@ int vp_rseq_unregister(void *area, uint32_t size)
 	return syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 ? 0 : errno;
 }
 
+_Noreturn void vp_kthread_group_end(void)
+{
+	syscall(SYS_kill, syscall(SYS_getpid), SIGKILL);
+	for (;;)
+		syscall(SYS_exit_group, 128 + SIGKILL);
+}
+
 int vp_process_kill(int sig)
 {
 	return minus_errno(vp_backend_ops()->kill_process(sig, NULL));
@@ -225,13 +235,28 @@ int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct 
 	return 0;
 }
 
+/* The kernel's MAKE_PROCESS_CPUCLOCK(pid, which): CPUCLOCK_PROF (user and
+ * system time), CPUCLOCK_VIRT (user) or CPUCLOCK_SCHED (run time), of any
+ * process (clock_gettime reads another thread group's). */
+static int64_t process_clock_ns(pid_t pid, unsigned which)
+{
+	clockid_t c = (clockid_t)((~(unsigned)pid) << 3 | which);
+	struct timespec ts;
+	return syscall(SYS_clock_gettime, c, &ts) == 0 ? timespec_to_ns(&ts) : 0;
+}
+
 static void cputime_add(pid_t pid, void *arg)
 {
-	/* The kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED). */
-	clockid_t c = (clockid_t)((~(unsigned)pid) << 3) | 2;
-	struct timespec ts;
-	if (syscall(SYS_clock_gettime, c, &ts) == 0)
-		*(int64_t *)arg += timespec_to_ns(&ts);
+	*(int64_t *)arg += process_clock_ns(pid, 2);
+}
+
+static void retired_ns(int64_t *user, int64_t *sys)
+{
+	*user = *sys = 0;
+#ifdef PPL_HAVE_PROCESS_BACKEND
+	if (vp_backend_ops() == &vp_process_backend)
+		vp_process_retired_ns(user, sys);
+#endif
 }
 
 int64_t vp_process_cputime_ns(void)
@@ -239,7 +264,118 @@ int64_t vp_process_cputime_ns(void)
 	const struct vp_backend *b = vp_backend_ops();
 	if (!b->initial_only)
 		return -1;   /* one thread group: the kernel's clock is the program's */
-	int64_t sum = 0;
+	int64_t sum = 0, user, sys;
 	b->each_process(cputime_add, &sum);
-	return sum;
+	retired_ns(&user, &sys);
+	return sum + user + sys;
+}
+
+struct call {
+	int (*fn)(void *);
+	void *arg;
+	int r, err;
+};
+
+static int call_here(void *arg)
+{
+	struct call *c = arg;
+	errno = 0;
+	c->r = c->fn(c->arg);
+	c->err = errno;
+	return 0;
+}
+
+int vp_process_call(int (*fn)(void *), void *arg)
+{
+	struct call c = { fn, arg, 0, 0 };
+	vp_backend_ops()->in_group(vp_process_id(), call_here, &c);
+	errno = c.err;
+	return c.r;
+}
+
+/* ---- the program's resource usage ---------------------------------------------------- */
+
+struct usage_sum {
+	pid_t self;
+	int64_t user, sys;
+};
+
+static void usage_add(pid_t pid, void *arg)
+{
+	struct usage_sum *u = arg;
+	if (pid == u->self)
+		return;   /* the caller's own rusage has it */
+	int64_t user = process_clock_ns(pid, 1);
+	u->user += user;
+	u->sys += process_clock_ns(pid, 0) - user;
+}
+
+static struct timeval ns_tv(int64_t ns)
+{
+	if (ns < 0)
+		ns = 0;
+	return (struct timeval){ ns / 1000000000, ns % 1000000000 / 1000 };
+}
+
+static int64_t tv_ns(const struct timeval *tv)
+{
+	return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
+}
+
+struct rusage_call {
+	int who;
+	struct rusage *r;
+};
+
+static int rusage_here(void *arg)
+{
+	struct rusage_call *c = arg;
+	return (int)syscall(SYS_getrusage, c->who, c->r);
+}
+
+int vp_process_rusage(int who, struct rusage *r)
+{
+	const struct vp_backend *b = vp_backend_ops();
+	if (!b->initial_only || (who != RUSAGE_SELF && who != RUSAGE_CHILDREN))
+		return (int)syscall(SYS_getrusage, who, r);
+	int64_t user, sys;
+	if (who == RUSAGE_CHILDREN) {
+		/* The initial process's children (every fork runs there), less
+		 * the VP processes the reaper waited for. */
+		struct rusage_call c = { who, r };
+		if (vp_process_call(rusage_here, &c) != 0)
+			return -1;
+		retired_ns(&user, &sys);
+		r->ru_utime = ns_tv(tv_ns(&r->ru_utime) - user);
+		r->ru_stime = ns_tv(tv_ns(&r->ru_stime) - sys);
+		return 0;
+	}
+	/* The calling process's counters (the memory is every VP's), with the
+	 * CPU time of every process of the program, those that ended too. */
+	if (syscall(SYS_getrusage, RUSAGE_SELF, r) != 0)
+		return -1;
+	struct usage_sum u = { (pid_t)syscall(SYS_getpid), 0, 0 };
+	b->each_process(usage_add, &u);
+	retired_ns(&user, &sys);
+	r->ru_utime = ns_tv(tv_ns(&r->ru_utime) + u.user + user);
+	r->ru_stime = ns_tv(tv_ns(&r->ru_stime) + u.sys + sys);
+	return 0;
+}
+
+clock_t vp_process_times(struct tms *t)
+{
+	long r = syscall(SYS_times, t);
+	if (r == -1 || t == NULL || !vp_backend_ops()->initial_only)
+		return (clock_t)r;
+	struct rusage self, children;
+	if (vp_process_rusage(RUSAGE_SELF, &self) != 0 ||
+	    vp_process_rusage(RUSAGE_CHILDREN, &children) != 0)
+		return (clock_t)r;
+	/* The kernel's clock ticks (USER_HZ), as times counts them. */
+	long hz = sysconf(_SC_CLK_TCK);
+	t->tms_utime = (clock_t)(tv_ns(&self.ru_utime) / (1000000000 / hz));
+	t->tms_stime = (clock_t)(tv_ns(&self.ru_stime) / (1000000000 / hz));
+	t->tms_cutime = (clock_t)(tv_ns(&children.ru_utime) / (1000000000 / hz));
+	t->tms_cstime = (clock_t)(tv_ns(&children.ru_stime) / (1000000000 / hz));
+	return (clock_t)r;
 }

@@ -338,6 +338,12 @@ void vp_fork_child(struct vp *vp)
 		backend()->fork_child(vp);
 }
 
+void vp_retired(void)
+{
+	if (backend()->retired != NULL)
+		backend()->retired();
+}
+
 int vp_signal(struct vp *vp, int sig)
 {
 	int tid = atomic_load_explicit(&vp->tid, memory_order_acquire);

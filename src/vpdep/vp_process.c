@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,6 +67,22 @@ struct proc {
 static struct proc procs[PROC_MAX];
 static _Atomic int procs_hi;          /* slots [0, procs_hi) were ever used */
 static _Atomic uint32_t nchildren;    /* futex word: VP processes not yet reaped */
+
+/* The CPU time of the VP processes that ended (user, system; ns), from
+ * the reaper's waitid: the program's own, which the kernel counts as the
+ * initial process's children's (vp_process_rusage). */
+static _Atomic int64_t retired_ns[2];
+
+void vp_process_retired_ns(int64_t *user, int64_t *sys)
+{
+	*user = atomic_load_explicit(&retired_ns[0], memory_order_acquire);
+	*sys = atomic_load_explicit(&retired_ns[1], memory_order_acquire);
+}
+
+static int64_t tv_ns(const struct timeval *tv)
+{
+	return (int64_t)tv->tv_sec * 1000000000 + (int64_t)tv->tv_usec * 1000;
+}
 
 /* The initial process's id (0 before adopt or the first create). */
 static _Atomic pid_t program_pid;
@@ -101,7 +118,7 @@ static bool in_initial(void)
 
 /* ---- the manager: makes VP processes and helpers in the initial process ------------ */
 
-enum { REQ_NONE, REQ_VP, REQ_HELPER, REQ_CALL };
+enum { REQ_NONE, REQ_VP, REQ_HELPER, REQ_CALL, REQ_STOP };
 
 static struct {
 	_Atomic uint32_t lock;   /* one request at a time (futex word) */
@@ -116,6 +133,16 @@ static struct {
 } req;
 
 static _Atomic int managers;   /* 0 none, 1 starting, 2 running */
+/* Retirement (process_retired): the reaper and the forwarder end when
+ * they see it; how many of the three helpers still run (futex word). */
+static _Atomic bool helpers_stop;
+static _Atomic uint32_t helpers_alive;
+
+static void helper_gone(void)
+{
+	atomic_fetch_sub_explicit(&helpers_alive, 1, memory_order_acq_rel);
+	futex_sys(&helpers_alive, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+}
 
 static _Noreturn void proc_main(void *arg);
 
@@ -174,9 +201,14 @@ static void manager_main(void *unused)
 			req.result = vp_kthread_backend.helper(req.fn, req.arg);
 		else if (req.kind == REQ_CALL)
 			req.result = req.call(req.arg);
+		bool stop = req.kind == REQ_STOP;
 		req.kind = REQ_NONE;
 		atomic_store_explicit(&req.done, 1, memory_order_release);
 		futex_sys(&req.done, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+		if (stop) {
+			helper_gone();
+			return;
+		}
 	}
 }
 
@@ -239,15 +271,21 @@ static void reaper_main(void *unused)
 	vp_kthread_set_name(0, "ppl-vpreaper");
 	for (;;) {
 		uint32_t n = atomic_load_explicit(&nchildren, memory_order_acquire);
+		if (n == 0 && atomic_load_explicit(&helpers_stop, memory_order_acquire)) {
+			helper_gone();
+			return;
+		}
 		if (n == 0) {
 			futex_sys(&nchildren, FUTEX_WAIT_PRIVATE, 0, NULL, 0);
 			continue;
 		}
 		siginfo_t si;
+		struct rusage ru;
 		memset(&si, 0, sizeof si);
+		memset(&ru, 0, sizeof ru);
 		/* Only clone children (no exit signal): VP processes, never the
 		 * program's own children. */
-		if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | __WCLONE, NULL) != 0) {
+		if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | __WCLONE, &ru) != 0) {
 			if (errno == ECHILD) {   /* counted, not yet cloned: look again */
 				struct timespec ms = { 0, 1000000 };
 				syscall(SYS_nanosleep, &ms, NULL);
@@ -257,6 +295,8 @@ static void reaper_main(void *unused)
 		struct proc *p = find_pid(si.si_pid);
 		if (p == NULL)
 			continue;   /* a clone child of the program's own */
+		atomic_fetch_add_explicit(&retired_ns[0], tv_ns(&ru.ru_utime), memory_order_acq_rel);
+		atomic_fetch_add_explicit(&retired_ns[1], tv_ns(&ru.ru_stime), memory_order_acq_rel);
 		atomic_fetch_sub_explicit(&nchildren, 1, memory_order_acq_rel);
 		if (!atomic_load_explicit(&p->ending, memory_order_acquire))
 			end_program(&si);
@@ -339,9 +379,17 @@ void vp_process_siginfo(siginfo_t *si)
 static _Atomic bool catcher_runs;
 static _Atomic pid_t forwarder_tid;
 
+static void forwarder_wake(void);
+
 void vp_process_catcher_started(void)
 {
 	atomic_store_explicit(&catcher_runs, true, memory_order_release);
+	forwarder_wake();
+}
+
+/* A marked SIGURG: the forwarder looks at its flags again. */
+static void forwarder_wake(void)
+{
 	pid_t t = atomic_load_explicit(&forwarder_tid, memory_order_acquire);
 	if (t == 0)
 		return;
@@ -365,7 +413,8 @@ static void forwarder_main(void *unused)
 			      32, 33, 63, 64 };   /* C library's and libppl's own */
 	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
 		set &= ~(1ULL << (never[i] - 1));
-	while (!atomic_load_explicit(&catcher_runs, memory_order_acquire)) {
+	while (!atomic_load_explicit(&catcher_runs, memory_order_acquire) &&
+	       !atomic_load(&helpers_stop)) {
 		siginfo_t si;
 		struct timespec hold = { 0, HOLD_NS };
 		int sig = (int)syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
@@ -391,6 +440,7 @@ static void forwarder_main(void *unused)
 		syscall(SYS_rt_sigqueueinfo, program(), s, &kept[s]);
 	}
 	atomic_store_explicit(&forwarder_tid, 0, memory_order_release);
+	helper_gone();
 }
 
 /* The manager and the reaper, once per process (again in a fork child).
@@ -408,6 +458,8 @@ static int start_managers(void)
 	atomic_store_explicit(&program_pid, raw_getpid(), memory_order_release);
 	if (vp_process_name(program_comm, sizeof program_comm) != 0)
 		program_comm[0] = 0;
+	atomic_store_explicit(&helpers_stop, false, memory_order_release);
+	atomic_store_explicit(&helpers_alive, 3, memory_order_release);
 	int err = vp_kthread_backend.helper(manager_main, NULL);
 	if (err == 0)
 		err = vp_kthread_backend.helper(reaper_main, NULL);
@@ -519,6 +571,31 @@ static void process_adopt(struct vp *vp)
 	start_managers();
 }
 
+/* Back to VP 0 alone (retire.c): once the reaper has seen every VP
+ * process end, the manager, the reaper and the forwarder end too, so that
+ * /proc/self/task lists the initial thread alone, as an NPTL program's
+ * with one thread (glibc's support_wait_for_thread_exit waits for that);
+ * the next create starts them again.  What the forwarder holds goes back
+ * to the process, where the kernel keeps it pending. */
+static void process_retired(void)
+{
+	if (atomic_load_explicit(&managers, memory_order_acquire) != 2 || !in_initial())
+		return;
+	struct timespec ms = { 0, 1000000 };
+	while (atomic_load_explicit(&nchildren, memory_order_acquire) != 0)
+		syscall(SYS_nanosleep, &ms, NULL);
+	atomic_store(&helpers_stop, true);
+	ask(REQ_STOP, NULL, NULL, NULL);
+	/* The reaper's futex and the forwarder's wait see no change of
+	 * their own: woken until they have ended. */
+	for (uint32_t n; (n = atomic_load(&helpers_alive)) != 0;) {
+		futex_sys(&nchildren, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+		forwarder_wake();
+		futex_sys(&helpers_alive, FUTEX_WAIT_PRIVATE, n, &ms, 0);
+	}
+	atomic_store_explicit(&managers, 0, memory_order_release);
+}
+
 static int process_helper(void (*fn)(void *), void *arg)
 {
 	if (in_initial())
@@ -610,6 +687,8 @@ static void process_fork_child(struct vp *vp)
 		atomic_store_explicit(&procs[i].pid, 0, memory_order_relaxed);
 	atomic_store_explicit(&procs_hi, 0, memory_order_relaxed);
 	atomic_store_explicit(&nchildren, 0, memory_order_relaxed);
+	atomic_store_explicit(&retired_ns[0], 0, memory_order_relaxed);
+	atomic_store_explicit(&retired_ns[1], 0, memory_order_relaxed);
 	atomic_store_explicit(&req.lock, 0, memory_order_relaxed);
 	atomic_store_explicit(&managers, 0, memory_order_relaxed);
 	atomic_store_explicit(&catcher_runs, false, memory_order_relaxed);
@@ -715,6 +794,7 @@ const struct vp_backend vp_process_backend = {
 	.ppid = process_ppid,
 	.each_task = process_each_task,
 	.fork_child = process_fork_child,
+	.retired = process_retired,
 	.each_process = process_each,
 	.in_group = process_in_group,
 	.stray = process_stray,

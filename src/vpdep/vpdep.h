@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -94,6 +95,10 @@ struct vp_backend {
 	/* optional: in fork's child, on the only kernel thread left, which
 	 * runs vp (vp_fork_child) */
 	void (*fork_child)(struct vp *vp);
+	/* optional: the program is back to VP 0 alone, its other VPs ended
+	 * (vp_retired): the backend's own helper threads end too, and
+	 * start again with the next create. */
+	void (*retired)(void);
 	/* The program's process id and its parent's, as getpid and getppid
 	 * give them to the program on any VP. */
 	pid_t (*pid)(void);
@@ -148,6 +153,11 @@ void vp_set_current_in(void *tp, struct vp *vp);
  * its kernel thread id is the child's, and its preemption timer is gone
  * (POSIX timers are not inherited). */
 void vp_fork_child(struct vp *vp);
+/* On VP 0 once every other VP has been told to end for good (retire.c):
+ * the backend's own helper kernel threads end as well, so that the
+ * process has its initial kernel thread alone, as an NPTL program with one
+ * thread; the next vp_create starts them again. */
+void vp_retired(void);
 /* Send signal `sig` to the kernel thread of `vp` (tgkill).  0 or errno;
  * ESRCH if the VP has not started yet. */
 int vp_signal(struct vp *vp, int sig);
@@ -270,6 +280,22 @@ int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct 
  * VP backend's processes, those alive); -1 when the kernel's clock is the
  * program's (one process). */
 int64_t vp_process_cputime_ns(void);
+/* getrusage's RUSAGE_SELF and RUSAGE_CHILDREN, and times, of the program
+ * whatever its VP backend: with the process backend the CPU time of
+ * every VP process, those that ended too, is SELF's (the kernel counts
+ * an ended one as a child of the initial process); the other RUSAGE_SELF
+ * counters are the calling process's.  The kernel's conventions. */
+int vp_process_rusage(int who, struct rusage *r);
+clock_t vp_process_times(struct tms *t);
+/* fn(arg) in the initial process, on one of its kernel threads (with the
+ * process backend, from a VP process: on its manager): kernel state a
+ * process owns that every VP must reach, POSIX timers on the kernel's
+ * clocks (their ids, their signals, the C library's SIGEV_THREAD helper).
+ * fn's result, and errno as fn left it. */
+int vp_process_call(int (*fn)(void *), void *arg);
+/* End the calling kernel thread's process at once (SIGKILL): the
+ * program's initial kernel thread is gone and this one must not go on. */
+_Noreturn void vp_kthread_group_end(void);
 /* True on the process's initial kernel thread. */
 bool vp_is_initial_kthread(void);
 /* Called by libppl's catcher of process-directed signals (sigroute.c) as
@@ -296,6 +322,11 @@ static inline pid_t vp_cpuclock_kthread(clockid_t c)
 		return -1;
 	return (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
 }
+/* The CPU time (ns) kernel thread tid has run, from /proc (its schedstat:
+ * the kernel's CPU clock up to a tick behind), for a kernel thread whose
+ * clock the caller cannot read (another thread group's: the process
+ * backend's VP processes); -1 if unknown. */
+int64_t vp_kthread_runtime_ns(pid_t tid);
 /* The calling kernel thread gives its CPU to another (sched_yield). */
 void vp_kthread_yield(void);
 /* Unregister the calling kernel thread's rseq area of `size` bytes (the

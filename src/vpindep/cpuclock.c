@@ -197,11 +197,14 @@ int64_t cpuclock_ns(struct ult *t)
 		return total + kcpuclock_ns() - since;
 	struct vproc *v = t->vp;
 	int tid = v ? vp_kthread_id(&v->vp) : 0;
-	/* The kernel's CPU clock of that kernel thread (glibc's encoding). */
-	if (tid > 0 && v->current == t && real_gettime(vp_kthread_cpuclock(tid), &ts) == 0) {
-		int64_t d = timespec_to_ns(&ts) - since;
-		if (d > 0)
-			total += d;
+	/* The kernel's CPU clock of that kernel thread (glibc's encoding); the
+	 * kernel reads no other thread group's (the process backend's VP
+	 * processes): then /proc's count. */
+	if (tid > 0 && v->current == t) {
+		int64_t now = real_gettime(vp_kthread_cpuclock(tid), &ts) == 0 ? timespec_to_ns(&ts)
+										 : vp_kthread_runtime_ns(tid);
+		if (now - since > 0 && v->current == t)
+			total += now - since;
 	}
 	return total;
 }
@@ -287,7 +290,9 @@ int ppl_getrusage(__rusage_who_t who, struct rusage *r)
 	int (*real)(__rusage_who_t, struct rusage *) =
 		(int (*)(__rusage_who_t, struct rusage *))vp_libc_fn(&next, "getrusage", NULL);
 	struct ult *self;
-	if (who != RUSAGE_THREAD || (self = ult_self())->foreign)
+	if (who != RUSAGE_THREAD)
+		return procwide_rusage(who, r);
+	if ((self = ult_self())->foreign)
 		return real(who, r);
 	struct rusage k;
 	if (real(who, &k) != 0)

@@ -31,6 +31,16 @@ static inline void cputimer_tick(struct ult *t)
 		cputimer_expire(t, cpuclock_ns(t));
 }
 
+/* procwide.c: the C library's timer_create (real), timer_settime, ...
+ * on a kernel clock, made and used in the initial process; the program's
+ * getrusage(RUSAGE_SELF or RUSAGE_CHILDREN). */
+int ktimer_create(void *real, clockid_t clk, struct sigevent *ev, timer_t *id);
+int ktimer_settime(void *real, timer_t id, int flags, const struct itimerspec *nv,
+		   struct itimerspec *ov);
+int ktimer_gettime(void *real, timer_t id, struct itimerspec *v);
+int ktimer_id_call(void *real, timer_t id);
+int procwide_rusage(int who, struct rusage *r);
+
 /* retire.c: a CPU-time timer was ever created (they keep the helpers). */
 bool cputimer_used(void);
 

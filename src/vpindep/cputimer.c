@@ -294,7 +294,7 @@ int ppl_timer_create(clockid_t c, struct sigevent *restrict ev, timer_t *restric
 	bool ours;
 	struct ult *t = cpuclock_thread(c, &ours);
 	if (!ours)
-		return REAL(timer_create, create_fn *)(c, ev, id);
+		return ktimer_create((void *)REAL(timer_create, create_fn *), c, ev, id);
 	if (t == NULL)
 		return fail(EINVAL);
 	if (t->foreign)   /* a kernel thread of its own: the kernel's timer */
@@ -387,7 +387,7 @@ int ppl_timer_settime(timer_t id, int flags, const struct itimerspec *restrict v
 	typedef int settime_fn(timer_t, int, const struct itimerspec *, struct itimerspec *);
 	struct cputimer *ct = lookup(id);
 	if (ct == NULL)
-		return REAL(timer_settime, settime_fn *)(id, flags, v, old);
+		return ktimer_settime((void *)REAL(timer_settime, settime_fn *), id, flags, v, old);
 	struct itimerspec nv, ov;
 	if (vp_copy_in(&nv, v, sizeof nv) != 0)
 		return fail(EFAULT);
@@ -421,7 +421,7 @@ int ppl_timer_gettime(timer_t id, struct itimerspec *v)
 	typedef int gettime_fn(timer_t, struct itimerspec *);
 	struct cputimer *ct = lookup(id);
 	if (ct == NULL)
-		return REAL(timer_gettime, gettime_fn *)(id, v);
+		return ktimer_gettime((void *)REAL(timer_gettime, gettime_fn *), id, v);
 	struct itimerspec cur;
 	spin_lock(&tab.lock);
 	if (ct->t == NULL) {
@@ -439,7 +439,7 @@ int ppl_timer_getoverrun(timer_t id)
 {
 	struct cputimer *ct = lookup(id);
 	if (ct == NULL)
-		return REAL(timer_getoverrun, int (*)(timer_t))(id);
+		return ktimer_id_call((void *)REAL(timer_getoverrun, int (*)(timer_t)), id);
 	spin_lock(&tab.lock);
 	if (ct->t == NULL) {
 		spin_unlock(&tab.lock);
@@ -456,7 +456,7 @@ int ppl_timer_delete(timer_t id)
 {
 	struct cputimer *ct = lookup(id);
 	if (ct == NULL)
-		return REAL(timer_delete, int (*)(timer_t))(id);
+		return ktimer_id_call((void *)REAL(timer_delete, int (*)(timer_t)), id);
 	spin_lock(&tab.lock);
 	struct ult *t = ct->t;
 	if (t == NULL) {

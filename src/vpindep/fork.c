@@ -121,6 +121,66 @@ void ppl_initial_leave(struct vproc *old_home)
 	ult_self()->home = old_home;
 }
 
+/* posix_spawn, posix_spawnp (the C library's clone with CLONE_VFORK, no
+ * fork handlers), popen and pclose (a child made and reaped inside): on
+ * VP 0 too, so that the child is the program's and pclose finds it. */
+typedef int spawn_fn(pid_t *restrict, const char *restrict, const posix_spawn_file_actions_t *,
+		     const posix_spawnattr_t *restrict, char *const[], char *const[]);
+
+int spawn_initial(void *_Atomic *next, const char *name, const char *version, pid_t *restrict pid,
+		  const char *restrict path, const posix_spawn_file_actions_t *fa,
+		  const posix_spawnattr_t *restrict a, char *const argv[], char *const envp[])
+{
+	spawn_fn *real = (spawn_fn *)vp_libc_fn(next, name, version);
+	struct vproc *home;
+	bool moved = ppl_initial_enter(&home);
+	int r = real(pid, path, fa, a, argv, envp);
+	if (moved)
+		ppl_initial_leave(home);
+	return r;
+}
+
+int ppl_posix_spawn(pid_t *restrict pid, const char *restrict path,
+		    const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *restrict a,
+		    char *const argv[], char *const envp[])
+{
+	static void *_Atomic next;
+	return spawn_initial(&next, "posix_spawn", "GLIBC_2.15", pid, path, fa, a, argv, envp);
+}
+
+int ppl_posix_spawnp(pid_t *restrict pid, const char *restrict file,
+		     const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *restrict a,
+		     char *const argv[], char *const envp[])
+{
+	static void *_Atomic next;
+	return spawn_initial(&next, "posix_spawnp", "GLIBC_2.15", pid, file, fa, a, argv, envp);
+}
+
+FILE *ppl_popen(const char *cmd, const char *mode)
+{
+	static void *_Atomic next;
+	FILE *(*real)(const char *, const char *) =
+		(FILE * (*)(const char *, const char *)) vp_libc_fn(&next, "popen", NULL);
+	struct vproc *home;
+	bool moved = ppl_initial_enter(&home);
+	FILE *f = real(cmd, mode);
+	if (moved)
+		ppl_initial_leave(home);
+	return f;
+}
+
+int ppl_pclose(FILE *f)
+{
+	static void *_Atomic next;
+	int (*real)(FILE *) = (int (*)(FILE *))vp_libc_fn(&next, "pclose", NULL);
+	struct vproc *home;
+	bool moved = ppl_initial_enter(&home);
+	int r = real(f);
+	if (moved)
+		ppl_initial_leave(home);
+	return r;
+}
+
 static bool fork_moved;           /* the forker moved to VP 0 (fork_parent puts it back) */
 static struct vproc *fork_home;
 

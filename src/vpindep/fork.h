@@ -37,4 +37,11 @@ enum proc_rel { PROC_SELF, PROC_COPY, PROC_FOREIGN };
 uint64_t proc_stamp(void);
 enum proc_rel proc_relation(uint64_t stamp);
 
+/* The C library's posix_spawn or posix_spawnp of that version (name,
+ * version; *next caches it) on VP 0 (fork.c; compat.c has the old ones). */
+#include <spawn.h>
+int spawn_initial(void *_Atomic *next, const char *name, const char *version, pid_t *restrict pid,
+		  const char *restrict path, const posix_spawn_file_actions_t *fa,
+		  const posix_spawnattr_t *restrict a, char *const argv[], char *const envp[]);
+
 #endif

@@ -67,12 +67,24 @@ _Static_assert(offsetof(struct rmutex, link) == 24, "__list at glibc's offset");
 
 /* The kernel's struct robust_list_head, preceded by a `prev` word so the
  * head is a node like the others (glibc's robust_prev does the same). */
-static struct {
+static struct rl {
 	void *prev;
-	void *list;                /* first entry, or &rl.list when empty */
+	void *list;                /* first entry: the sentinel */
 	long futex_offset;
 	void *op_pending;
-} rl = { &rl.list, &rl.list, FUTEX_OFFSET, NULL };
+} rl;
+
+/* The first entry of rl for good, a lock word held by rtid and by no user
+ * thread (token 0).  The kernel's walk of rl as the initial kernel thread
+ * dies marks it FUTEX_OWNER_DIED first (it marks an entry once it has
+ * read the next).  A kernel thread of the program that still runs after
+ * that (a VP process of the process backend until the kernel kills it
+ * for its parent's death, another thread of a process being killed) and
+ * takes a robust mutex adds it after the sentinel, where the walk no
+ * longer looks: it sees the mark, releases the mutex as the kernel would
+ * and ends its process (program_dead). */
+static struct rmutex sentinel = { .link = { &rl.list, &rl.list } };
+static struct rl rl = { &sentinel.link.next, &sentinel.link.next, FUTEX_OFFSET, NULL };
 static spin_t rl_lock;
 static _Atomic uint32_t rtid;
 
@@ -96,10 +108,12 @@ static inline struct rmutex *mutex_of(void *entry)
  * thread is vp_initial_kthread_id() (the pid). */
 void robust_init(void)
 {
-	rl.prev = rl.list = &rl.list;
+	rl.prev = rl.list = &sentinel.link.next;
+	sentinel.link.prev = sentinel.link.next = &rl.list;
 	rl.op_pending = NULL;
 	spin_init(&rl_lock);
 	atomic_store_explicit(&rtid, (uint32_t)vp_initial_kthread_id(), memory_order_relaxed);
+	atomic_store_explicit(&sentinel.word, atomic_load(&rtid), memory_order_relaxed);
 	/* Not the initial kernel thread (an early caller): the list then only
 	 * serves the user-level owner death, not the process's. */
 	if (vp_is_initial_kthread())
@@ -146,16 +160,32 @@ static void list_end(void)
 	spin_unlock(&rl_lock);
 }
 
-/* At the head; the entry is complete before the head points to it, so a
- * kernel walk (the process dying on another kernel thread) sees either. */
+/* After the sentinel; the entry is complete before the sentinel points to
+ * it, so a kernel walk (the process dying on another kernel thread) sees
+ * either. */
 static void list_add(struct rmutex *m)
 {
-	struct link *l = &m->link, *first = node_of(rl.list);
-	l->next = rl.list;
-	l->prev = &rl.list;
+	struct link *s = &sentinel.link, *l = &m->link, *first = node_of(s->next);
+	l->next = s->next;
+	l->prev = &s->next;
 	first->prev = &l->next;
 	atomic_signal_fence(memory_order_seq_cst);
-	rl.list = &l->next;
+	s->next = &l->next;
+}
+
+/* The initial kernel thread is dead and the kernel's walk of rl past:
+ * m, just taken, is released as the kernel releases a dead owner's, and
+ * this kernel thread's process ends as the program's did. */
+static _Noreturn void program_dead(struct rmutex *m)
+{
+	uint32_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&m->word, &w,
+			(w & FUTEX_WAITERS) | FUTEX_OWNER_DIED, memory_order_release,
+			memory_order_relaxed))
+		;
+	if (w & FUTEX_WAITERS)
+		pshared_wake(&m->word, 1);
+	vp_kthread_group_end();
 }
 
 static void list_del(struct rmutex *m)
@@ -221,6 +251,10 @@ static int lock_once(pthread_mutex_t *pm, int kind, int mode, const struct times
 			m->count = 1;
 			list_add(m);
 			list_end();
+			atomic_thread_fence(memory_order_seq_cst);
+			if (ppl_unlikely(atomic_load_explicit(&sentinel.word, memory_order_relaxed) &
+					 FUTEX_OWNER_DIED))
+				program_dead(m);
 			atomic_store_explicit(&m->token, tok, memory_order_relaxed);
 			atomic_store_explicit(&m->owner, dead ? INCONSISTENT : (int)tid,
 					      memory_order_relaxed);

@@ -141,6 +141,7 @@ static bool retire_all(void)
 		return false;
 	}
 	wait_acks(n, 2);
+	vp_retired();   /* the VP backend's own helpers */
 	ppl_runtime_retired();
 	return true;
 }

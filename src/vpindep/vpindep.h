@@ -16,6 +16,9 @@
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/time.h>
+#include <sys/times.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
