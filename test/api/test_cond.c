@@ -184,9 +184,10 @@ static void test_signal_wakes_one(void **state)
 static void check_timeout(pthread_cond_t *c, clockid_t clk, int use_clockwait)
 {
 	pthread_mutex_t m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
-	struct timespec t0, ts = in_ms(clk, 100);
+	struct timespec t0, ts;
 	assert_int_equal(pthread_mutex_lock(&m), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);   /* before the deadline: see test_mutex.c */
+	ts = in_ms(clk, 100);
 	int err = use_clockwait ? pthread_cond_clockwait(c, &m, clk, &ts)
 				: pthread_cond_timedwait(c, &m, &ts);
 	long ms = ms_since(&t0);

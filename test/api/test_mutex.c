@@ -172,8 +172,11 @@ static void test_normal_self_deadlock_times_out(void **state)
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	assert_int_equal(pthread_mutex_lock(&m), 0);
 	for (int i = 0; i < 2; i++) {
-		struct timespec t0, ts = in_ms(clocks[i], 100);
+		/* t0 before the deadline: a preemption between the two must
+		 * not make the measured wait look short */
+		struct timespec t0, ts;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ts = in_ms(clocks[i], 100);
 		int err = clocks[i] == CLOCK_REALTIME ? pthread_mutex_timedlock(&m, &ts)
 						      : pthread_mutex_clocklock(&m, clocks[i], &ts);
 		assert_int_equal(err, ETIMEDOUT);
@@ -247,8 +250,9 @@ struct timed {
 static void *timed_fn(void *arg)
 {
 	struct timed *t = arg;
-	struct timespec t0, ts = in_ms(t->clk, t->ms);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct timespec t0, ts;
+	clock_gettime(CLOCK_MONOTONIC, &t0);   /* before the deadline, as above */
+	ts = in_ms(t->clk, t->ms);
 	t->result = t->clk == CLOCK_REALTIME ? pthread_mutex_timedlock(t->m, &ts)
 					     : pthread_mutex_clocklock(t->m, t->clk, &ts);
 	t->waited = ms_since(&t0);

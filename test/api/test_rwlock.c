@@ -254,8 +254,9 @@ struct timed {
 static void *timed_fn(void *arg)
 {
 	struct timed *t = arg;
-	struct timespec t0, ts = in_ms(t->clk, 100);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct timespec t0, ts;
+	clock_gettime(CLOCK_MONOTONIC, &t0);   /* before the deadline (test_mutex.c) */
+	ts = in_ms(t->clk, 100);
 	if (t->clk == CLOCK_REALTIME)
 		t->result = t->write ? pthread_rwlock_timedwrlock(t->l, &ts)
 				     : pthread_rwlock_timedrdlock(t->l, &ts);
