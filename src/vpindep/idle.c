@@ -13,13 +13,26 @@
 
 #define SPIN_NS 50000          /* how long an idle VP looks for work before sleeping */
 
+/* v, a spare, stands in for o: o lent its VP to v, or to a spare v stands
+ * in for in turn (the thread that spare ran blocked too: VP 0 -> spare A
+ * -> spare B), as monitor.c's has_work follows the chain. */
+static bool stands_in_for(struct vproc *v, struct vproc *o)
+{
+	struct vproc *l = atomic_load_explicit(&v->lender, memory_order_acquire);
+	for (int hops = 0; l != NULL && hops < PPL_MAX_VPS; hops++) {
+		if (l == o)
+			return true;
+		l = atomic_load_explicit(&l->lender, memory_order_acquire);
+	}
+	return false;
+}
+
 /* Expired timers of this VP, and of any other VP that is too busy to look
  * (the idle loop, and the tick of a VP whose thread computes). */
 int64_t sched_run_timers(struct vproc *v)
 {
 	int64_t left = timer_run_expired(v);
 	int64_t now = -1;
-	struct vproc *lender = v->lender;
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *o = ppl_rt.vps[i];
 		if (o == NULL || o == v)
@@ -31,9 +44,12 @@ int64_t sched_run_timers(struct vproc *v)
 			now = clock_now_ns(CLOCK_MONOTONIC);
 		if (d <= now)
 			timer_run_expired(o);
-		else if (o == lender && (left < 0 || d - now < left))
+		else if ((left < 0 || d - now < left) && stands_in_for(v, o))
 			/* Its VP is stuck in a system call: this spare stands in
-			 * for it, its timers included, and must wake for them. */
+			 * for it, its timers included, and must wake for them.
+			 * Only the last spare of a chain is free to: a timer of
+			 * VP 0 two hand-offs up was fired by nobody, its thread
+			 * (tp_retire's main in nanosleep) parked for good. */
 			left = d - now;
 	}
 	return left;
