@@ -55,6 +55,7 @@
 
 struct range {
 	uintptr_t lo, hi;      /* [lo, hi): an executable PT_LOAD segment */
+	bool own;              /* libppl's */
 };
 
 /* Written once by preempt_init before any VP ticks, read by handlers. */
@@ -70,6 +71,41 @@ static bool protected_pc(uintptr_t pc)
 		if (pc >= ranges[i].lo && pc < ranges[i].hi)
 			return true;
 	return false;
+}
+
+/* pc is in another run time's text (the C library, a sanitizer's, ...). */
+static bool foreign_pc(uintptr_t pc)
+{
+	for (int i = 0; i < nranges; i++)
+		if (pc >= ranges[i].lo && pc < ranges[i].hi)
+			return !ranges[i].own;
+	return false;
+}
+
+static bool own_pc(uintptr_t pc)
+{
+	for (int i = 0; i < nranges; i++)
+		if (pc >= ranges[i].lo && pc < ranges[i].hi)
+			return ranges[i].own;
+	return false;
+}
+
+/* Who called libppl: the first return address out of libppl's text, found
+ * by its frame pointers (meson.build); 0 if none within a few frames.
+ * Only libppl's own frames are followed, each further up the stack. */
+static uintptr_t libppl_caller(void)
+{
+	uintptr_t *fp = __builtin_frame_address(0);
+	for (int hops = 0; hops < 8 && fp != NULL; hops++) {
+		uintptr_t ra = fp[1];
+		if (!own_pc(ra))
+			return ra;
+		uintptr_t *up = (uintptr_t *)fp[0];
+		if (up <= fp || (uintptr_t)(up - fp) > (1u << 13))
+			return 0;
+		fp = up;
+	}
+	return 0;
 }
 
 static bool name_is(const char *path, const char *prefix)
@@ -111,7 +147,8 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg)
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		ranges[nranges++] = (struct range){ lo, lo + ph->p_memsz };
+		ranges[nranges++] = (struct range){ lo, lo + ph->p_memsz,
+						    object_contains(info, (uintptr_t)&add_object) };
 	}
 	return 0;
 }
@@ -291,6 +328,23 @@ void preempt_deferred_run(void)
 		sched_yield_min(cur->prio + 1, cur->sched_policy == SCHED_FIFO);
 	else
 		sched_yield_min(cur->prio, false);
+}
+
+void preempt_point_run(void)
+{
+	/* An entry point called by another run time may be inside that run
+	 * time's critical section: TSan's allocator reads the time through
+	 * clock_gettime (MonotonicNanoTime) with a size class's mutex held.
+	 * Switched out there, the thread held that mutex while every kernel
+	 * thread that ran TSan code blocked on it, the spare the monitor made
+	 * to run it among them (TSan's thread start allocates): the monitor
+	 * waited in pthread_create for good.  The tick pays the debt later,
+	 * at a safe point. */
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || !atomic_load_explicit(&v->preempt_pending, memory_order_relaxed))
+		return;   /* another VP's debt */
+	if (!foreign_pc(libppl_caller()))
+		preempt_deferred_run();
 }
 
 void preempt_handler_enter(const void *uc)

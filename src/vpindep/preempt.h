@@ -16,6 +16,8 @@ void preempt_fork_child(struct vproc *v, struct ult *self);
 /* VPs owing a deferred preemption: read by preempt_point, one load. */
 extern _Atomic int preempt_npending PPL_HIDDEN;
 void preempt_deferred_run(void);
+/* preempt_point's: the same, unless libppl was called by another run time. */
+void preempt_point_run(void);
 /* A thread of higher priority than v's current was queued on v: preempt
  * v's current as soon as it is safe (v may be the caller's own VP). */
 void preempt_for_priority(struct vproc *v, const struct ult *t);
@@ -39,7 +41,7 @@ void spincalls_init(void);
 static inline void preempt_point(void)
 {
 	if (ppl_unlikely(atomic_load_explicit(&preempt_npending, memory_order_relaxed) != 0))
-		preempt_deferred_run();
+		preempt_point_run();
 }
 
 #endif
