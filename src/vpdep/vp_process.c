@@ -581,9 +581,16 @@ static void process_retired(void)
 {
 	if (atomic_load_explicit(&managers, memory_order_acquire) != 2 || !in_initial())
 		return;
+	/* Bounded: a VP process whose kernel thread is blocked in a system
+	 * call (a read lent to a spare of its own) ends only when the call
+	 * returns, maybe by a thread that can run only once this VP goes on.
+	 * Then the helpers stay, as they do while any VP process lives. */
 	struct timespec ms = { 0, 1000000 };
-	while (atomic_load_explicit(&nchildren, memory_order_acquire) != 0)
+	for (int i = 0; atomic_load_explicit(&nchildren, memory_order_acquire) != 0; i++) {
+		if (i == 100)
+			return;
 		syscall(SYS_nanosleep, &ms, NULL);
+	}
 	atomic_store(&helpers_stop, true);
 	ask(REQ_STOP, NULL, NULL, NULL);
 	/* The reaper's futex and the forwarder's wait see no change of
