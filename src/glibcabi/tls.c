@@ -96,17 +96,27 @@ static size_t nblocks, cap_blocks;
 static void **kept;
 static size_t nkept, cap_kept;
 
+/* Room for one more in *arr (n used of *cap, first capacity `first`);
+ * callers hold blocks_lock: no preemption in a replaced malloc (preempt.c).
+ * False when out of memory. */
+static bool room_for(void ***arr, size_t n, size_t *cap, size_t first)
+{
+	if (n < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : first;
+	void **na = realloc(*arr, ncap * sizeof *na);
+	if (na == NULL)
+		return false;
+	*arr = na;
+	*cap = ncap;
+	return true;
+}
+
 /* Keep p; caller holds blocks_lock.  False when out of memory. */
 static bool keep(void *p)
 {
-	if (nkept == cap_kept) {
-		size_t ncap = cap_kept ? cap_kept * 2 : 128;
-		void **nk = realloc(kept, ncap * sizeof *nk);
-		if (nk == NULL)
-			return false;
-		kept = nk;
-		cap_kept = ncap;
-	}
+	if (!room_for(&kept, nkept, &cap_kept, 128))
+		return false;
 	kept[nkept++] = p;
 	return true;
 }
@@ -378,15 +388,8 @@ static char *low_block(void)
  * caller holds blocks_lock.  False when out of memory. */
 static bool add_block(char *tp)
 {
-	if (nblocks == cap_blocks) {
-		size_t ncap = cap_blocks ? cap_blocks * 2 : 64;
-		/* blocks_lock is held: no preemption in a replaced malloc (preempt.c) */
-		void **nb = realloc(blocks, ncap * sizeof *nb);
-		if (nb == NULL)
-			return false;
-		blocks = nb;
-		cap_blocks = ncap;
-	}
+	if (!room_for(&blocks, nblocks, &cap_blocks, 64))
+		return false;
 	blocks[nblocks++] = tp;
 	void *a = storage_start(tp), *d = dtv_start(tp);
 	if (a)
@@ -442,7 +445,7 @@ struct tls_libc {
 	char bytes[];          /* the C library module's static TLS */
 };
 
-static char **slot_blocks;           /* live blocks in stacks, under blocks_lock */
+static void **slot_blocks;           /* live blocks in stacks, under blocks_lock */
 static size_t nslot, cap_slot;
 static ptrdiff_t libc_off;           /* the C library module's static TLS: tp - libc_off */
 static size_t libc_size;             /* its memsz; 0: not found (no carrying) */
@@ -478,17 +481,10 @@ void *tls_block_in_stack(void *lo, size_t size, struct tls_libc *rec, size_t *us
 	block_init(tp);
 	h->dtv = dtv_start(tp);
 	spin_lock(&blocks_lock);
-	if (nslot == cap_slot) {
-		size_t ncap = cap_slot ? cap_slot * 2 : 256;
-		/* blocks_lock is held: no preemption in a replaced malloc (preempt.c) */
-		char **nb = realloc(slot_blocks, ncap * sizeof *nb);
-		if (nb == NULL) {
-			spin_unlock(&blocks_lock);
-			deallocate_tls(tp, false);
-			return NULL;
-		}
-		slot_blocks = nb;
-		cap_slot = ncap;
+	if (!room_for(&slot_blocks, nslot, &cap_slot, 256)) {
+		spin_unlock(&blocks_lock);
+		deallocate_tls(tp, false);
+		return NULL;
 	}
 	h->index = nslot;
 	slot_blocks[nslot++] = tp;
@@ -561,15 +557,9 @@ void *glibcabi_tls_new(bool *reused)
 void glibcabi_tls_free(void *tp)
 {
 	spin_lock(&blocks_lock);
-	if (npool == cap_pool) {
-		size_t ncap = cap_pool ? cap_pool * 2 : 16;
-		void **np = realloc(pool, ncap * sizeof *np);
-		if (np == NULL) {
-			spin_unlock(&blocks_lock);
-			return;   /* not pooled: it stays in the block list, unused */
-		}
-		pool = np;
-		cap_pool = ncap;
+	if (!room_for(&pool, npool, &cap_pool, 16)) {
+		spin_unlock(&blocks_lock);
+		return;   /* not pooled: it stays in the block list, unused */
 	}
 	pool[npool++] = tp;
 	spin_unlock(&blocks_lock);
@@ -680,7 +670,7 @@ void tls_after_dlopen(void)
 		for (size_t b = 0; b < nblocks; b++)
 			copy_image((char *)blocks[b] - m->offset, m);
 		for (size_t b = 0; b < nslot; b++)
-			copy_image(slot_blocks[b] - m->offset, m);
+			copy_image((char *)slot_blocks[b] - m->offset, m);
 		spin_unlock(&blocks_lock);
 		done_off[m->modid] = m->offset;
 		done_image[m->modid] = m->image;

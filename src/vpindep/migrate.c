@@ -113,6 +113,16 @@ static void move_self(struct ult *self)
 	}
 }
 
+/* t's pin changed: another thread is requeued where it may run, the
+ * caller moves now. */
+static void move_to_pin(struct ult *t)
+{
+	if (t != ult_self_peek())
+		sched_rehome(t);
+	else
+		move_self(t);
+}
+
 /* Sets t's placement (pin: ppl_pin; else ppl_migrate) and moves it. */
 static int place(pthread_t th, int vp, bool pin)
 {
@@ -176,10 +186,7 @@ PPL_API int ppl_unpin(pthread_t th)
 	if (!t->migrating)
 		settle(t);
 	spin_unlock(&t->lock);
-	if (t != ult_self_peek())
-		sched_rehome(t);
-	else
-		move_self(t);
+	move_to_pin(t);
 	return 0;
 }
 
@@ -225,10 +232,7 @@ PPL_API int ppl_pin_set(pthread_t th, const ppl_vpset_t *set)
 	t->migrating = false;
 	settle(t);
 	spin_unlock(&t->lock);
-	if (t != ult_self_peek())
-		sched_rehome(t);
-	else
-		move_self(t);
+	move_to_pin(t);
 	return 0;
 }
 
