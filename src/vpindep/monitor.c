@@ -358,13 +358,21 @@ static int64_t scan(int64_t now)
 			v->mon_since = now;
 			last_change = now;
 		}
+		int64_t deadline;
+		bool queued = has_work(v, &deadline);
 		if (atomic_load_explicit(&v->sleeping, memory_order_relaxed)) {
 			v->mon_since = now;   /* idle: it looks for work itself */
+			/* With work queued it was just woken (a spare the
+			 * monitor lent to, a push): it may take one thread and
+			 * block in the kernel with the rest still queued, and
+			 * nobody would kick a sleeping monitor (td_tsan: a
+			 * spare took TSan's background thread, which sleeps in
+			 * raw nanosleep, and left the worker queued forever). */
+			if (queued)
+				wait_min(&wait, POLL_SLOW_NS);
 			continue;
 		}
 		bool in = atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) == SYS_IN;
-		int64_t deadline;
-		bool queued = has_work(v, &deadline);
 		if (!queued && deadline > now) {
 			v->mon_since = now;   /* nothing waits for it yet */
 			/* In a call, look when the timer is due.  Out of one,
