@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../vpdep/syscall_raw.h"
 #include "../vpindep/vpindep.h"
 #include "dl_call.h"
 
@@ -101,7 +102,7 @@ static bool shadow_stack(void)
 	if (state < 0) {
 		unsigned long features = 0;
 		/* ARCH_SHSTK_STATUS: EINVAL on kernels without shadow stacks. */
-		long r = syscall(SYS_arch_prctl, 0x5005, &features);
+		long r = vp_syscall(SYS_arch_prctl, 0x5005, &features);
 		state = r == 0 && (features & 1) != 0;
 	}
 	return state;
