@@ -180,3 +180,21 @@ __asm__(".symver compat_dlopen, dlopen@GLIBC_2.2.5");
 __asm__(".symver export_dlmopen, dlmopen@@GLIBC_2.34");
 __asm__(".symver compat_dlmopen, dlmopen@GLIBC_2.3.4");
 #endif
+
+/* dlclose: the cached list of modules with TLS (glibcabi's, read at every
+ * thread start) is collected again after it.  No caller identity needed. */
+PPL_API int export_dlclose(void *handle);
+int export_dlclose(void *handle)
+{
+	static void *_Atomic real_close;
+	int (*fn)(void *) = (int (*)(void *))ppl_next_fn(&real_close, "dlclose", NULL);
+	int r = fn(handle);
+	int e = errno;
+	ppl_after_dlclose();
+	errno = e;
+	return r;
+}
+
+extern __typeof__(export_dlclose) compat_dlclose __attribute__((alias("export_dlclose"), visibility("default")));
+__asm__(".symver export_dlclose, dlclose@@GLIBC_2.34");
+__asm__(".symver compat_dlclose, dlclose@GLIBC_2.2.5");

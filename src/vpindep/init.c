@@ -536,3 +536,8 @@ void ppl_after_dlopen(void)
 {
 	tls_after_dlopen();
 }
+
+void ppl_after_dlclose(void)
+{
+	tls_modules_changed();
+}

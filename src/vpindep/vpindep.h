@@ -53,6 +53,8 @@ pid_t ppl_tid_unless_kernel(void);
 bool ppl_tid_is_user_thread(pid_t id);
 /* After a successful dlopen: initialise new static TLS in user threads. */
 void ppl_after_dlopen(void);
+/* After dlclose: the TLS modules may have changed. */
+void ppl_after_dlclose(void);
 /* Print PPL_STATS counters, if asked for (called at exit). */
 void ppl_stats_report(void);
 
