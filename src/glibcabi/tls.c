@@ -238,6 +238,8 @@ struct module {
 	ptrdiff_t offset;      /* static block at tp - offset; 0 if dynamic */
 	const void *image;
 	size_t filesz, memsz;
+	bool reset;            /* static and not the C library's: a reused block
+				* gets its image again */
 };
 
 struct modtab {
@@ -290,6 +292,20 @@ static int collect_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static void copy_image(char *dst, const struct module *m)
+{
+	memcpy(dst, m->image, m->filesz);
+	memset(dst + m->filesz, 0, m->memsz - m->filesz);
+}
+
+/* The C library's module: the one whose static block holds errno. */
+static bool is_libc(char *tp, const struct module *m)
+{
+	char *lo = tp - m->offset;
+	char *e = (char *)&errno;
+	return m->offset != 0 && e >= lo && e < lo + m->memsz;
+}
+
 /* A new table of the loaded modules with TLS, collected at generation gen
  * to replace t; static offsets from their link_maps. */
 static __attribute__((noinline)) struct modtab *collect_modules(struct modtab *t, unsigned long gen)
@@ -312,6 +328,9 @@ static __attribute__((noinline)) struct modtab *collect_modules(struct modtab *t
 			if (nt->m[i].modid == id)
 				nt->m[i].offset = off;
 	}
+	char *tp = ctx_tls_self();
+	for (size_t i = 0; i < nt->n; i++)
+		nt->m[i].reset = nt->m[i].offset != 0 && !is_libc(tp, &nt->m[i]);
 	/* Chained to the one it replaces (or to one another thread published
 	 * meanwhile): none is freed, all stay reachable. */
 	nt->older = t;
@@ -329,20 +348,6 @@ static inline struct modtab *modules(void)
 	if (ppl_likely(t && t->gen == gen))
 		return t;
 	return collect_modules(t, gen);
-}
-
-static void copy_image(char *dst, const struct module *m)
-{
-	memcpy(dst, m->image, m->filesz);
-	memset(dst + m->filesz, 0, m->memsz - m->filesz);
-}
-
-/* The C library's module: the one whose static block holds errno. */
-static bool is_libc(char *tp, const struct module *m)
-{
-	char *lo = tp - m->offset;
-	char *e = (char *)&errno;
-	return m->offset != 0 && e >= lo && e < lo + m->memsz;
 }
 
 /* ---- blocks --------------------------------------------------------------------- */
@@ -615,7 +620,7 @@ void tls_thread_start(bool reused)
 		struct modtab *t = modules();
 		for (size_t i = 0; t && i < t->n; i++) {
 			const struct module *m = &t->m[i];
-			if (m->offset != 0 && !is_libc(tp, m))
+			if (m->reset)
 				copy_image(tp - m->offset, m);
 		}
 		/* Dynamic TLS the previous thread allocated: give it back and mark
