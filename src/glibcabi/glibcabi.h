@@ -77,6 +77,9 @@ void tls_thread_exit(void);
 /* After a dlopen: copy the TLS init images of newly loaded modules that
  * use static TLS (initial-exec) into every live user-thread block. */
 void tls_after_dlopen(void);
+/* The module list may have changed (dlclose; tls_after_dlopen says so
+ * itself): the cached static TLS images are collected again. */
+void tls_modules_changed(void);
 /* fork: prepare (true) takes the locks of the block list, else releases them. */
 void tls_atfork(bool prepare);
 

@@ -238,24 +238,32 @@ struct module {
 	ptrdiff_t offset;      /* static block at tp - offset; 0 if dynamic */
 	const void *image;
 	size_t filesz, memsz;
+	bool reset;            /* static and not the C library's: a reused block
+				* gets its image again */
 };
 
 struct modtab {
 	struct modtab *older;   /* the table this one replaced: readers may still
 				 * use it, so it is kept (and reachable) */
-	unsigned long long adds, subs;
+	unsigned long gen;      /* modgen when it was collected */
+	size_t max_modid;       /* the largest module id with TLS */
 	size_t n;
 	struct module m[];
 };
 
 static struct modtab *_Atomic modtab;   /* immutable snapshots; old ones leak */
 
-static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/* Moves whenever the module list may have changed: libppl's dlopen,
+ * dlmopen and dlclose (tls_modules_changed).  A thread start checks it
+ * instead of asking dl_iterate_phdr (its lock and callback: 190
+ * instructions of a create's ~2,450).  A module the C library loads or
+ * unloads itself (not through dlopen/dlclose: NSS, iconv and libgcc_s
+ * have no TLS) shows at the next change. */
+static _Atomic unsigned long modgen = 1;
+
+void tls_modules_changed(void)
 {
-	unsigned long long *as = arg;
-	as[0] = info->dlpi_adds;
-	as[1] = info->dlpi_subs;
-	return 1;
+	atomic_fetch_add_explicit(&modgen, 1, memory_order_acq_rel);
 }
 
 struct collect {
@@ -268,6 +276,8 @@ static int collect_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	struct collect *c = arg;
 	if (info->dlpi_tls_modid == 0)
 		return 0;
+	if (info->dlpi_tls_modid > c->t->max_modid)
+		c->t->max_modid = info->dlpi_tls_modid;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_TLS || c->t->n >= c->cap)
@@ -282,41 +292,6 @@ static int collect_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* The loaded modules with TLS; static offsets from their link_maps. */
-static struct modtab *modules(void)
-{
-	unsigned long long as[2] = { 0, 0 };
-	dl_iterate_phdr(count_cb, as);
-	struct modtab *t = atomic_load_explicit(&modtab, memory_order_acquire);
-	if (t && t->adds == as[0] && t->subs == as[1])
-		return t;
-	size_t cap = 256;
-	struct modtab *nt = malloc(sizeof *nt + cap * sizeof nt->m[0]);
-	if (nt == NULL)
-		return t;
-	nt->adds = as[0];
-	nt->subs = as[1];
-	nt->n = 0;
-	struct collect c = { nt, cap };
-	dl_iterate_phdr(collect_cb, &c);
-	for (struct link_map *lm = _r_debug.r_map; lm; lm = lm->l_next) {
-		size_t id = F(lm, lm_tls_modid, size_t);
-		ptrdiff_t off = F(lm, lm_tls_offset, ptrdiff_t);
-		if (id == 0 || off == 0 || off == -1)   /* no TLS, or dynamic */
-			continue;
-		for (size_t i = 0; i < nt->n; i++)
-			if (nt->m[i].modid == id)
-				nt->m[i].offset = off;
-	}
-	/* Chained to the one it replaces (or to one another thread published
-	 * meanwhile): none is freed, all stay reachable. */
-	nt->older = t;
-	while (!atomic_compare_exchange_weak_explicit(&modtab, &nt->older, nt, memory_order_release,
-						      memory_order_acquire))
-		;
-	return nt;
-}
-
 static void copy_image(char *dst, const struct module *m)
 {
 	memcpy(dst, m->image, m->filesz);
@@ -329,6 +304,50 @@ static bool is_libc(char *tp, const struct module *m)
 	char *lo = tp - m->offset;
 	char *e = (char *)&errno;
 	return m->offset != 0 && e >= lo && e < lo + m->memsz;
+}
+
+/* A new table of the loaded modules with TLS, collected at generation gen
+ * to replace t; static offsets from their link_maps. */
+static __attribute__((noinline)) struct modtab *collect_modules(struct modtab *t, unsigned long gen)
+{
+	size_t cap = 256;
+	struct modtab *nt = malloc(sizeof *nt + cap * sizeof nt->m[0]);
+	if (nt == NULL)
+		return t;
+	nt->gen = gen;   /* read before collecting: a change meanwhile rebuilds */
+	nt->max_modid = 0;
+	nt->n = 0;
+	struct collect c = { nt, cap };
+	dl_iterate_phdr(collect_cb, &c);
+	for (struct link_map *lm = _r_debug.r_map; lm; lm = lm->l_next) {
+		size_t id = F(lm, lm_tls_modid, size_t);
+		ptrdiff_t off = F(lm, lm_tls_offset, ptrdiff_t);
+		if (id == 0 || off == 0 || off == -1)   /* no TLS, or dynamic */
+			continue;
+		for (size_t i = 0; i < nt->n; i++)
+			if (nt->m[i].modid == id)
+				nt->m[i].offset = off;
+	}
+	char *tp = ctx_tls_self();
+	for (size_t i = 0; i < nt->n; i++)
+		nt->m[i].reset = nt->m[i].offset != 0 && !is_libc(tp, &nt->m[i]);
+	/* Chained to the one it replaces (or to one another thread published
+	 * meanwhile): none is freed, all stay reachable. */
+	nt->older = t;
+	while (!atomic_compare_exchange_weak_explicit(&modtab, &nt->older, nt, memory_order_release,
+						      memory_order_acquire))
+		;
+	return nt;
+}
+
+/* The loaded modules with TLS: the cached table while the list is unchanged. */
+static inline struct modtab *modules(void)
+{
+	unsigned long gen = atomic_load_explicit(&modgen, memory_order_acquire);
+	struct modtab *t = atomic_load_explicit(&modtab, memory_order_acquire);
+	if (ppl_likely(t && t->gen == gen))
+		return t;
+	return collect_modules(t, gen);
 }
 
 /* ---- blocks --------------------------------------------------------------------- */
@@ -601,16 +620,21 @@ void tls_thread_start(bool reused)
 		struct modtab *t = modules();
 		for (size_t i = 0; t && i < t->n; i++) {
 			const struct module *m = &t->m[i];
-			if (m->offset != 0 && !is_libc(tp, m))
+			if (m->reset)
 				copy_image(tp - m->offset, m);
 		}
 		/* Dynamic TLS the previous thread allocated: give it back and mark
 		 * the slot unallocated, so __tls_get_addr makes a fresh copy on
 		 * first use.  (Copying the image into the old block instead would
 		 * be wrong if its module was dlclosed and the slot reused.)  The
-		 * DTV is {counter | {val, to_free}}[], with the length at [-1]. */
+		 * DTV is {counter | {val, to_free}}[], with the length at [-1].
+		 * Slots past the largest module id loaded belong to unloaded
+		 * modules, which glibc frees itself at the thread's next DTV
+		 * update (as for its own threads). */
 		char *dtv = F(tp, L->dtvp, char *);
 		size_t ndtv = F(dtv - 16, 0, size_t);
+		if (t && t->max_modid < ndtv)
+			ndtv = t->max_modid;
 		char *static_lo = tp - static_size;
 		for (size_t id = 1; id <= ndtv; id++) {
 			char **val = &F(dtv, 16 * id, char *);
@@ -654,6 +678,7 @@ static void mark_all_done(struct modtab *t)
 
 void tls_after_dlopen(void)
 {
+	tls_modules_changed();
 	if (!tls_per_thread && atomic_load_explicit(&kthread_blocks, memory_order_acquire) == 0)
 		return;
 	struct modtab *t = modules();
@@ -796,10 +821,17 @@ static _Noreturn void stray_jump(void)
 static void set_redirect(char *tp, __pthread_unwind_buf_t *b)
 {
 	uintptr_t top = F(tp, L->stackblock, uintptr_t) + F(tp, L->stackblock_size, uintptr_t);
-	memset(b, 0, sizeof *b);
 	/* __jmp_buf on x86_64: rbx rbp r12 r13 r14 r15 rsp pc, the last two mangled. */
-	b->__cancel_jmp_buf[0].__cancel_jmp_buf[6] = (long)mangle(top);
-	b->__cancel_jmp_buf[0].__cancel_jmp_buf[7] = (long)mangle((uintptr_t)stray_jump);
+	long sp = (long)mangle(top), pc = (long)mangle((uintptr_t)stray_jump);
+	/* A pooled thread's buffer, already set for the same stack: nothing
+	 * writes it but this (glibc only reads it; libppl interposes
+	 * __pthread_register_cancel), so it is still right. */
+	if (F(tp, L->cleanup_jmp_buf, void *) == b && b->__cancel_jmp_buf[0].__cancel_jmp_buf[6] == sp &&
+	    b->__cancel_jmp_buf[0].__cancel_jmp_buf[7] == pc)
+		return;
+	memset(b, 0, sizeof *b);
+	b->__cancel_jmp_buf[0].__cancel_jmp_buf[6] = sp;
+	b->__cancel_jmp_buf[0].__cancel_jmp_buf[7] = pc;
 	F(tp, L->cleanup_jmp_buf, void *) = b;
 }
 

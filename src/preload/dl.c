@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../vpdep/syscall_raw.h"
 #include "../vpindep/vpindep.h"
 #include "dl_call.h"
 
@@ -101,7 +102,7 @@ static bool shadow_stack(void)
 	if (state < 0) {
 		unsigned long features = 0;
 		/* ARCH_SHSTK_STATUS: EINVAL on kernels without shadow stacks. */
-		long r = syscall(SYS_arch_prctl, 0x5005, &features);
+		long r = vp_syscall(SYS_arch_prctl, 0x5005, &features);
 		state = r == 0 && (features & 1) != 0;
 	}
 	return state;
@@ -179,3 +180,21 @@ __asm__(".symver compat_dlopen, dlopen@GLIBC_2.2.5");
 __asm__(".symver export_dlmopen, dlmopen@@GLIBC_2.34");
 __asm__(".symver compat_dlmopen, dlmopen@GLIBC_2.3.4");
 #endif
+
+/* dlclose: the cached list of modules with TLS (glibcabi's, read at every
+ * thread start) is collected again after it.  No caller identity needed. */
+PPL_API int export_dlclose(void *handle);
+int export_dlclose(void *handle)
+{
+	static void *_Atomic real_close;
+	int (*fn)(void *) = (int (*)(void *))ppl_next_fn(&real_close, "dlclose", NULL);
+	int r = fn(handle);
+	int e = errno;
+	ppl_after_dlclose();
+	errno = e;
+	return r;
+}
+
+extern __typeof__(export_dlclose) compat_dlclose __attribute__((alias("export_dlclose"), visibility("default")));
+__asm__(".symver export_dlclose, dlclose@@GLIBC_2.34");
+__asm__(".symver compat_dlclose, dlclose@GLIBC_2.2.5");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <ucontext.h>
 
+#include "syscall_raw.h"
 #include "context.h"
 
 /* Run the callback a ctx_switch_call left for the context now resuming.
@@ -86,7 +87,7 @@ void ctx_switch_call(struct ctx *from, struct ctx *to, ctx_fn fn, void *arg)
 static void set_tp(void *tp)
 {
 #if defined(__x86_64__)
-	syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tp);
+	vp_syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tp);
 #elif defined(__aarch64__)
 	__asm__ volatile("msr tpidr_el0, %0" : : "r"(tp));
 #else

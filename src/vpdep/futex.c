@@ -73,7 +73,7 @@ int futex_wait_either(_Atomic uint32_t *addr, uint32_t val, _Atomic uint32_t *in
 		{ .val = intr_val, .uaddr = (uintptr_t)intr, .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG },
 	};
 	/* Returns the index of the word woken; the deadline is absolute. */
-	long r = syscall(SYS_futex_waitv, w, 2, 0, abstime, CLOCK_MONOTONIC);
+	long r = vp_syscall(SYS_futex_waitv, w, 2, 0, abstime, CLOCK_MONOTONIC);
 	return r < 0 ? errno : 0;
 }
 
@@ -84,12 +84,12 @@ void futex_wake_shared(_Atomic uint32_t *addr, int n)
 
 int futex_robust_register(void *head, size_t len)
 {
-	return syscall(SYS_set_robust_list, head, len) == 0 ? 0 : errno;
+	return vp_syscall(SYS_set_robust_list, head, len) == 0 ? 0 : errno;
 }
 
 int vp_gettid(void)
 {
-	return (int)syscall(SYS_gettid);
+	return (int)vp_syscall(SYS_gettid);
 }
 
 int futex_wait_word(_Atomic uint32_t *addr, uint32_t val, bool shared,

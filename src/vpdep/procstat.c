@@ -19,11 +19,11 @@
 /* Read a /proc file into buf (NUL-terminated).  Length or -1. */
 static long read_proc(const char *path, char *buf, size_t size)
 {
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	long fd = vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	long n = syscall(SYS_read, (int)fd, buf, size - 1);
-	syscall(SYS_close, (int)fd);
+	long n = vp_syscall(SYS_read, (int)fd, buf, size - 1);
+	vp_syscall(SYS_close, (int)fd);
 	if (n < 0)
 		return -1;
 	buf[n] = '\0';
@@ -82,20 +82,20 @@ static int comm_write(void *arg)
 	int err = vp_backend_ops()->task_path(c->tid, "comm", path, sizeof path);
 	if (err)
 		return err;
-	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
+	long fd = vp_syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
 	size_t n = strlen(c->name);
-	long r = syscall(SYS_write, (int)fd, c->name, n);
+	long r = vp_syscall(SYS_write, (int)fd, c->name, n);
 	err = r == (long)n ? 0 : r < 0 ? errno : EIO;
-	syscall(SYS_close, (int)fd);
+	vp_syscall(SYS_close, (int)fd);
 	return err;
 }
 
 int vp_kthread_set_name(int tid, const char *name)
 {
 	if (tid == 0)
-		return syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) == 0 ? 0 : errno;
+		return vp_syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0) == 0 ? 0 : errno;
 	struct comm_write c = { tid, name };
 	return vp_backend_ops()->in_group(tid, comm_write, &c);
 }
@@ -104,12 +104,12 @@ int vp_process_name(char *buf, size_t len)
 {
 	if (len == 0)
 		return ERANGE;
-	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	long fd = vp_syscall(SYS_openat, AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	long r = syscall(SYS_read, (int)fd, buf, len - 1);
+	long r = vp_syscall(SYS_read, (int)fd, buf, len - 1);
 	int err = r < 0 ? errno : 0;
-	syscall(SYS_close, (int)fd);
+	vp_syscall(SYS_close, (int)fd);
 	if (err)
 		return err;
 	if (r > 0 && buf[r - 1] == '\n')

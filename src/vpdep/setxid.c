@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "syscall_raw.h"
 #include "futex.h"
 #include "vp_backend.h"
 
@@ -79,14 +80,14 @@ static void xid_handler(int sig, siginfo_t *si, void *uc)
 	if (si->si_code != SI_TKILL || !vp_backend_ops()->ours(si->si_pid))
 		return;
 	int saved = errno;
-	pid_t me = (pid_t)syscall(SYS_gettid);
+	pid_t me = (pid_t)vp_syscall(SYS_gettid);
 	struct xid_task *t = atomic_load_explicit(&xid.tasks, memory_order_acquire);
 	size_t n = atomic_load_explicit(&xid.ntasks, memory_order_acquire);
 	for (size_t i = 0; t != NULL && i < n; i++) {
 		if (atomic_load_explicit(&t[i].tid, memory_order_relaxed) != me ||
 		    atomic_load_explicit(&t[i].done, memory_order_relaxed))
 			continue;
-		long r = syscall(xid.nr, xid.arg[0], xid.arg[1], xid.arg[2]);
+		long r = vp_syscall(xid.nr, xid.arg[0], xid.arg[1], xid.arg[2]);
 		t[i].err = r < 0 ? errno : 0;
 		if (vp_backend_ops()->creds_changed != NULL)
 			vp_backend_ops()->creds_changed();
@@ -109,7 +110,7 @@ static void xid_install(void)
 		.restorer = RESTORER,
 		.mask = 0,
 	};
-	syscall(SYS_rt_sigaction, SIGSETXID, &ka, NULL, sizeof ka.mask);
+	vp_syscall(SYS_rt_sigaction, SIGSETXID, &ka, NULL, sizeof ka.mask);
 	atomic_store_explicit(&installed, 1, memory_order_release);
 }
 
@@ -193,7 +194,7 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	*bad_err = 0;
 	xid_install();
 	lock();
-	pid_t self = (pid_t)syscall(SYS_gettid);
+	pid_t self = (pid_t)vp_syscall(SYS_gettid);
 	xid.nr = nr;
 	xid.arg[0] = a0;
 	xid.arg[1] = a1;
@@ -246,7 +247,7 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	/* The caller last, as glibc does: with its credentials changed first,
 	 * it might no longer be allowed to signal the others (the kernel
 	 * checks only between processes: the process VP backend's). */
-	long r = syscall(nr, a0, a1, a2);
+	long r = vp_syscall(nr, a0, a1, a2);
 	int err = r < 0 ? errno : 0;
 	if (ops->creds_changed != NULL)
 		ops->creds_changed();

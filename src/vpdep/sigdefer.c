@@ -46,7 +46,7 @@ bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
 	siginfo_t again;
 	memcpy(&again, si, sizeof again);
 	/* To ourselves, so the kernel accepts any si_code (rt_tgsigqueueinfo(2)). */
-	pid_t tid = (pid_t)syscall(SYS_gettid);
+	pid_t tid = (pid_t)vp_syscall(SYS_gettid);
 	if (b->sigqueue(tid, sig, &again) != 0)
 		b->kill(tid, sig);   /* the queue is full: no siginfo */
 	errno = saved;
@@ -78,6 +78,6 @@ void vp_signal_flush(struct vp *vp)
 		hand_back(__builtin_ctzll(back) + 1);
 	d &= ~vp->kmask;
 	if (d != 0)
-		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &d, NULL, sizeof d);
+		vp_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &d, NULL, sizeof d);
 	errno = saved;
 }

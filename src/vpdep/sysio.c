@@ -17,7 +17,7 @@ int vp_write(int fd, const void *buf, size_t n)
 	int saved = errno, err = 0;
 	const char *p = buf;
 	while (n > 0) {
-		long r = syscall(SYS_write, fd, p, n);
+		long r = vp_syscall(SYS_write, fd, p, n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -36,7 +36,7 @@ int vp_writev(int fd, const struct iovec *iov, int cnt)
 	int saved = errno;
 	long r;
 	do
-		r = syscall(SYS_writev, fd, iov, cnt);
+		r = vp_syscall(SYS_writev, fd, iov, cnt);
 	while (r < 0 && errno == EINTR);
 	int err = r < 0 ? errno : 0;
 	errno = saved;
@@ -45,32 +45,32 @@ int vp_writev(int fd, const struct iovec *iov, int cnt)
 
 int vp_file_open(const char *name, bool truncate)
 {
-	return (int)syscall(SYS_openat, AT_FDCWD, name,
+	return (int)vp_syscall(SYS_openat, AT_FDCWD, name,
 			    O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
 }
 
 bool vp_file_lock(int fd)
 {
 	int saved = errno;
-	bool ok = syscall(SYS_flock, fd, LOCK_EX | LOCK_NB) == 0;
+	bool ok = vp_syscall(SYS_flock, fd, LOCK_EX | LOCK_NB) == 0;
 	errno = saved;
 	return ok;
 }
 
 int vp_file_truncate(int fd)
 {
-	return syscall(SYS_ftruncate, fd, 0) == 0 ? 0 : errno;
+	return vp_syscall(SYS_ftruncate, fd, 0) == 0 ? 0 : errno;
 }
 
 long long vp_file_size(int fd)
 {
 	struct stat st;
-	return syscall(SYS_fstat, fd, &st) == 0 ? (long long)st.st_size : -1;
+	return vp_syscall(SYS_fstat, fd, &st) == 0 ? (long long)st.st_size : -1;
 }
 
 void vp_file_close(int fd)
 {
 	int saved = errno;
-	syscall(SYS_close, fd);
+	vp_syscall(SYS_close, fd);
 	errno = saved;
 }

@@ -18,32 +18,32 @@
 
 int vp_task_setscheduler(pid_t task, int policy, const struct sched_param *p)
 {
-	return (int)syscall(SYS_sched_setscheduler, task, policy, p);
+	return (int)vp_syscall(SYS_sched_setscheduler, task, policy, p);
 }
 
 int vp_task_setparam(pid_t task, const struct sched_param *p)
 {
-	return (int)syscall(SYS_sched_setparam, task, p);
+	return (int)vp_syscall(SYS_sched_setparam, task, p);
 }
 
 int vp_task_getscheduler(pid_t task)
 {
-	return (int)syscall(SYS_sched_getscheduler, task);
+	return (int)vp_syscall(SYS_sched_getscheduler, task);
 }
 
 int vp_task_getparam(pid_t task, struct sched_param *p)
 {
-	return (int)syscall(SYS_sched_getparam, task, p);
+	return (int)vp_syscall(SYS_sched_getparam, task, p);
 }
 
 long vp_task_getaffinity(pid_t task, size_t size, void *set)
 {
-	return syscall(SYS_sched_getaffinity, task, size, set);
+	return vp_syscall(SYS_sched_getaffinity, task, size, set);
 }
 
 int vp_task_setaffinity(pid_t task, size_t size, const void *set)
 {
-	return (int)syscall(SYS_sched_setaffinity, task, size, set);
+	return (int)vp_syscall(SYS_sched_setaffinity, task, size, set);
 }
 
 static int minus_errno(int err)
@@ -56,13 +56,13 @@ static int minus_errno(int err)
 
 int vp_task_setpriority(int which, id_t who, int prio)
 {
-	return (int)syscall(SYS_setpriority, which, who, prio);
+	return (int)vp_syscall(SYS_setpriority, which, who, prio);
 }
 
 int vp_task_getpriority(int which, id_t who)
 {
 	/* The kernel answers 20 - nice (1 .. 40), so that no value is an error. */
-	long r = syscall(SYS_getpriority, which, who);
+	long r = vp_syscall(SYS_getpriority, which, who);
 	return r < 0 ? -1 : 20 - (int)r;
 }
 
@@ -134,12 +134,12 @@ pid_t vp_initial_kthread_id(void)
 
 int vp_kthread_sleep(clockid_t clk, int flags, const struct timespec *req, struct timespec *rem)
 {
-	return syscall(SYS_clock_nanosleep, clk, flags, req, rem) == 0 ? 0 : errno;
+	return vp_syscall(SYS_clock_nanosleep, clk, flags, req, rem) == 0 ? 0 : errno;
 }
 
 void vp_kthread_yield(void)
 {
-	syscall(SYS_sched_yield);
+	vp_syscall(SYS_sched_yield);
 }
 
 /* glibc's RSEQ_SIG (sysdeps/unix/sysv/linux/<cpu>/bits/rseq.h): the kernel
@@ -156,14 +156,14 @@ void vp_kthread_yield(void)
 
 int vp_rseq_unregister(void *area, uint32_t size)
 {
-	return syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 ? 0 : errno;
+	return vp_syscall(SYS_rseq, area, size, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 ? 0 : errno;
 }
 
 _Noreturn void vp_kthread_group_end(void)
 {
-	syscall(SYS_kill, syscall(SYS_getpid), SIGKILL);
+	vp_syscall(SYS_kill, vp_syscall(SYS_getpid), SIGKILL);
 	for (;;)
-		syscall(SYS_exit_group, 128 + SIGKILL);
+		vp_syscall(SYS_exit_group, 128 + SIGKILL);
 }
 
 int vp_process_kill(int sig)
@@ -173,7 +173,7 @@ int vp_process_kill(int sig)
 
 int vp_kthread_sigtimedwait(uint64_t set, siginfo_t *si, const struct timespec *timeout)
 {
-	int r = (int)syscall(SYS_rt_sigtimedwait, &set, si, timeout, sizeof set);
+	int r = (int)vp_syscall(SYS_rt_sigtimedwait, &set, si, timeout, sizeof set);
 	if (r > 0)
 		vp_siginfo_own(si);
 	return r;
@@ -191,8 +191,8 @@ struct itimer_call {
 static int itimer_here(void *arg)
 {
 	struct itimer_call *c = arg;
-	long r = c->nv != NULL ? syscall(SYS_setitimer, c->which, c->nv, c->ov)
-			       : syscall(SYS_getitimer, c->which, c->ov);
+	long r = c->nv != NULL ? vp_syscall(SYS_setitimer, c->which, c->nv, c->ov)
+			       : vp_syscall(SYS_getitimer, c->which, c->ov);
 	c->err = r < 0 ? errno : 0;
 	return 0;
 }
@@ -214,22 +214,22 @@ static void limit_one(pid_t pid, void *arg)
 {
 	struct limit_all *a = arg;
 	if (pid != a->self)
-		syscall(SYS_prlimit64, pid, a->resource, a->nl, NULL);
+		vp_syscall(SYS_prlimit64, pid, a->resource, a->nl, NULL);
 }
 
 int vp_process_prlimit(pid_t pid, int resource, const struct rlimit *nl, struct rlimit *ol)
 {
 	const struct vp_backend *b = vp_backend_ops();
 	if (pid != 0 && !b->ours(pid))
-		return (int)syscall(SYS_prlimit64, pid, resource, nl, ol);
-	if (syscall(SYS_prlimit64, 0, resource, nl, ol) != 0)
+		return (int)vp_syscall(SYS_prlimit64, pid, resource, nl, ol);
+	if (vp_syscall(SYS_prlimit64, 0, resource, nl, ol) != 0)
 		return -1;
 	if (nl == NULL)
 		return 0;
 	/* The program's other processes (the process backend's VPs): the
 	 * same limit, which the caller's own call just showed is allowed. */
 	int saved = errno;
-	struct limit_all a = { (pid_t)syscall(SYS_getpid), resource, nl };
+	struct limit_all a = { (pid_t)vp_syscall(SYS_getpid), resource, nl };
 	b->each_process(limit_one, &a);
 	errno = saved;
 	return 0;
@@ -242,7 +242,7 @@ static int64_t process_clock_ns(pid_t pid, unsigned which)
 {
 	clockid_t c = (clockid_t)((~(unsigned)pid) << 3 | which);
 	struct timespec ts;
-	return syscall(SYS_clock_gettime, c, &ts) == 0 ? timespec_to_ns(&ts) : 0;
+	return vp_syscall(SYS_clock_gettime, c, &ts) == 0 ? timespec_to_ns(&ts) : 0;
 }
 
 static void cputime_add(pid_t pid, void *arg)
@@ -330,14 +330,14 @@ struct rusage_call {
 static int rusage_here(void *arg)
 {
 	struct rusage_call *c = arg;
-	return (int)syscall(SYS_getrusage, c->who, c->r);
+	return (int)vp_syscall(SYS_getrusage, c->who, c->r);
 }
 
 int vp_process_rusage(int who, struct rusage *r)
 {
 	const struct vp_backend *b = vp_backend_ops();
 	if (!b->initial_only || (who != RUSAGE_SELF && who != RUSAGE_CHILDREN))
-		return (int)syscall(SYS_getrusage, who, r);
+		return (int)vp_syscall(SYS_getrusage, who, r);
 	int64_t user, sys;
 	if (who == RUSAGE_CHILDREN) {
 		/* The initial process's children (every fork runs there), less
@@ -352,9 +352,9 @@ int vp_process_rusage(int who, struct rusage *r)
 	}
 	/* The calling process's counters (the memory is every VP's), with the
 	 * CPU time of every process of the program, those that ended too. */
-	if (syscall(SYS_getrusage, RUSAGE_SELF, r) != 0)
+	if (vp_syscall(SYS_getrusage, RUSAGE_SELF, r) != 0)
 		return -1;
-	struct usage_sum u = { (pid_t)syscall(SYS_getpid), 0, 0 };
+	struct usage_sum u = { (pid_t)vp_syscall(SYS_getpid), 0, 0 };
 	b->each_process(usage_add, &u);
 	retired_ns(&user, &sys);
 	r->ru_utime = ns_tv(tv_ns(&r->ru_utime) + u.user + user);
@@ -364,7 +364,7 @@ int vp_process_rusage(int who, struct rusage *r)
 
 clock_t vp_process_times(struct tms *t)
 {
-	long r = syscall(SYS_times, t);
+	long r = vp_syscall(SYS_times, t);
 	if (r == -1 || t == NULL || !vp_backend_ops()->initial_only)
 		return (clock_t)r;
 	struct rusage self, children;

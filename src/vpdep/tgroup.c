@@ -10,29 +10,30 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "syscall_raw.h"
 #include "vp_backend.h"
 
 int vp_tgroup_kill(pid_t tid, int sig)
 {
-	return syscall(SYS_tgkill, (pid_t)syscall(SYS_getpid), tid, sig) == 0 ? 0 : errno;
+	return vp_syscall(SYS_tgkill, (pid_t)vp_syscall(SYS_getpid), tid, sig) == 0 ? 0 : errno;
 }
 
 int vp_tgroup_sigqueue(pid_t tid, int sig, siginfo_t *si)
 {
 	/* The kernel takes a forged si_code (< 0) only; to oneself, any. */
-	return syscall(SYS_rt_tgsigqueueinfo, (pid_t)syscall(SYS_getpid), tid, sig, si) == 0 ? 0 : errno;
+	return vp_syscall(SYS_rt_tgsigqueueinfo, (pid_t)vp_syscall(SYS_getpid), tid, sig, si) == 0 ? 0 : errno;
 }
 
 int vp_tgroup_kill_process(int sig, siginfo_t *si)
 {
-	if (si != NULL && syscall(SYS_rt_sigqueueinfo, (pid_t)syscall(SYS_getpid), sig, si) == 0)
+	if (si != NULL && vp_syscall(SYS_rt_sigqueueinfo, (pid_t)vp_syscall(SYS_getpid), sig, si) == 0)
 		return 0;
-	return syscall(SYS_kill, (pid_t)syscall(SYS_getpid), sig) == 0 ? 0 : errno;   /* not libppl's kill */
+	return vp_syscall(SYS_kill, (pid_t)vp_syscall(SYS_getpid), sig) == 0 ? 0 : errno;   /* not libppl's kill */
 }
 
 bool vp_tgroup_ours(pid_t pid)
 {
-	return pid == (pid_t)syscall(SYS_getpid);
+	return pid == (pid_t)vp_syscall(SYS_getpid);
 }
 
 int vp_tgroup_task_path(pid_t tid, const char *leaf, char *buf, size_t len)
@@ -70,17 +71,17 @@ void vp_helper_sigmask(void)
 	/* SIGSETXID (33), which carries setuid and co. to every kernel
 	 * thread (setxid.c), as glibc's helpers leave it unblocked too. */
 	mask &= ~(1ULL << (33 - 1));
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
 }
 
 pid_t vp_tgroup_pid(void)
 {
-	return (pid_t)syscall(SYS_getpid);
+	return (pid_t)vp_syscall(SYS_getpid);
 }
 
 pid_t vp_tgroup_ppid(void)
 {
-	return (pid_t)syscall(SYS_getppid);
+	return (pid_t)vp_syscall(SYS_getppid);
 }
 
 int vp_tgroup_each_process(void (*fn)(pid_t pid, void *arg), void *arg)

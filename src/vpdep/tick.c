@@ -79,16 +79,16 @@ int vp_tick_start(struct vp *vp, int64_t interval_ns)
 	memset(&sev, 0, sizeof sev);
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = vp_tick_signal();
-	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	sev._sigev_un._tid = (pid_t)vp_syscall(SYS_gettid);
 	/* The kernel's timer calls, not the C library's: those are libppl's
 	 * own (cputimer.c), which take this clock for the user thread's. */
 	int id;
-	if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0)
+	if (vp_syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &id) != 0)
 		return errno;
 	struct itimerspec its = spec(interval_ns, interval_ns);
-	if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
+	if (vp_syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
 		int err = errno;
-		syscall(SYS_timer_delete, id);
+		vp_syscall(SYS_timer_delete, id);
 		return err;
 	}
 	vp->tick = (uintptr_t)id;
@@ -101,14 +101,14 @@ void vp_tick_soon(struct vp *vp, int64_t first_ns)
 {
 	/* timer_settime is async-signal-safe: this runs in the handler. */
 	struct itimerspec its = spec(first_ns, vp->tick_interval);
-	(void)syscall(SYS_timer_settime, (int)vp->tick, 0, &its, NULL);
+	(void)vp_syscall(SYS_timer_settime, (int)vp->tick, 0, &its, NULL);
 }
 
 void vp_tick_stop(struct vp *vp)
 {
 	if (!atomic_exchange_explicit(&vp->tick_on, false, memory_order_acq_rel))
 		return;
-	syscall(SYS_timer_delete, (int)vp->tick);
+	vp_syscall(SYS_timer_delete, (int)vp->tick);
 }
 
 uintptr_t vp_signal_pc(const void *uc)

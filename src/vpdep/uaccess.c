@@ -114,8 +114,8 @@ static int kernel_copy(void *dst, const void *src, size_t n, bool out)
 {
 	struct iovec local = { out ? (void *)src : dst, n };
 	struct iovec remote = { out ? dst : (void *)src, n };
-	ssize_t r = out ? process_vm_writev((pid_t)syscall(SYS_getpid), &local, 1, &remote, 1, 0)
-			: process_vm_readv((pid_t)syscall(SYS_getpid), &local, 1, &remote, 1, 0);
+	ssize_t r = out ? process_vm_writev((pid_t)vp_syscall(SYS_getpid), &local, 1, &remote, 1, 0)
+			: process_vm_readv((pid_t)vp_syscall(SYS_getpid), &local, 1, &remote, 1, 0);
 	if (r == (ssize_t)n)
 		return 0;
 	if (r >= 0 || errno == EFAULT)

@@ -191,9 +191,9 @@ static void altstack_free(struct vp *vp)
 int vp_class_self(void)
 {
 	int saved = errno;
-	long policy = syscall(SYS_sched_getscheduler, 0);
+	long policy = vp_syscall(SYS_sched_getscheduler, 0);
 	struct sched_param p = { 0 };
-	if (policy < 0 || syscall(SYS_sched_getparam, 0, &p) != 0)
+	if (policy < 0 || vp_syscall(SYS_sched_getparam, 0, &p) != 0)
 		policy = SCHED_OTHER, p.sched_priority = 0;
 	errno = saved;
 	return VP_CLASS((int)policy & ~SCHED_RESET_ON_FORK, p.sched_priority);
@@ -202,7 +202,7 @@ int vp_class_self(void)
 void vp_enter(struct vp *vp)
 {
 	current = vp;
-	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_release);
+	atomic_store_explicit(&vp->tid, (int)vp_syscall(SYS_gettid), memory_order_release);
 	/* A kernel thread inherits its creator's class: a VP made by one that
 	 * runs a real-time thread starts real-time. */
 	atomic_store_explicit(&vp->kclass, vp_class_self(), memory_order_relaxed);
@@ -217,7 +217,7 @@ void vp_enter(struct vp *vp)
 
 int vp_sigaltstack(const stack_t *ss, stack_t *old)
 {
-	return (int)syscall(SYS_sigaltstack, ss, old);
+	return (int)vp_syscall(SYS_sigaltstack, ss, old);
 }
 
 int vp_altstack_use(struct vp *vp, const stack_t *ss)
@@ -332,7 +332,7 @@ void vp_resume(struct vp *vp)
 
 void vp_fork_child(struct vp *vp)
 {
-	atomic_store_explicit(&vp->tid, (int)syscall(SYS_gettid), memory_order_release);
+	atomic_store_explicit(&vp->tid, (int)vp_syscall(SYS_gettid), memory_order_release);
 	atomic_store_explicit(&vp->tick_on, false, memory_order_relaxed);
 	if (backend()->fork_child != NULL)
 		backend()->fork_child(vp);
@@ -354,7 +354,7 @@ int vp_signal(struct vp *vp, int sig)
 
 int vp_signal_self(int sig)
 {
-	return backend()->kill((pid_t)syscall(SYS_gettid), sig);
+	return backend()->kill((pid_t)vp_syscall(SYS_gettid), sig);
 }
 
 /* In si_errno, which nothing else sets for SI_QUEUE from this process. */
@@ -363,7 +363,7 @@ int vp_signal_self(int sig)
 int vp_poke(struct vp *vp, int sig, void *target)
 {
 	pid_t tid = vp ? atomic_load_explicit(&vp->tid, memory_order_acquire)
-		       : (pid_t)syscall(SYS_gettid);
+		       : (pid_t)vp_syscall(SYS_gettid);
 	if (tid == 0)
 		return ESRCH;
 	siginfo_t si;
@@ -399,7 +399,7 @@ int vp_set_class(struct vp *vp, int kclass)
 	if (atomic_load_explicit(&vp->kclass, memory_order_relaxed) != kclass) {
 		struct sched_param p = { .sched_priority = VP_CLASS_PRIO(kclass) };
 		int saved = errno;
-		if (syscall(SYS_sched_setscheduler, tid, VP_CLASS_POLICY(kclass), &p) != 0)
+		if (vp_syscall(SYS_sched_setscheduler, tid, VP_CLASS_POLICY(kclass), &p) != 0)
 			err = errno;
 		errno = saved;
 		atomic_store_explicit(&vp->kclass, kclass, memory_order_relaxed);
@@ -416,12 +416,12 @@ int vp_set_class(struct vp *vp, int kclass)
 void spin_wait_long(void)
 {
 	int saved = errno;
-	long policy = syscall(SYS_sched_getscheduler, 0) & ~SCHED_RESET_ON_FORK;
+	long policy = vp_syscall(SYS_sched_getscheduler, 0) & ~SCHED_RESET_ON_FORK;
 	if (policy == SCHED_FIFO || policy == SCHED_RR) {
 		struct timespec ts = { 0, 20000 };
-		syscall(SYS_nanosleep, &ts, NULL);
+		vp_syscall(SYS_nanosleep, &ts, NULL);
 	} else {
-		syscall(SYS_sched_yield);
+		vp_syscall(SYS_sched_yield);
 	}
 	errno = saved;
 }
@@ -429,7 +429,7 @@ void spin_wait_long(void)
 void vp_set_sigmask(uint64_t mask)
 {
 	/* The kernel's sigset is 64 bits on every Linux architecture libppl supports. */
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
 	/* After the call: a handler that runs in between (one the new mask
 	 * unblocks, at its return) records its own mask in kmask while it
 	 * runs and the interrupted one when it returns (sigaction.c). */
@@ -443,14 +443,14 @@ void vp_set_sigmask(uint64_t mask)
 uint64_t vp_get_sigmask(void)
 {
 	uint64_t mask = 0;
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof mask);
+	vp_syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, sizeof mask);
 	return mask;
 }
 
 uint64_t vp_get_sigpending(void)
 {
 	uint64_t pend = 0;
-	syscall(SYS_rt_sigpending, &pend, sizeof pend);
+	vp_syscall(SYS_rt_sigpending, &pend, sizeof pend);
 	return pend;
 }
 
@@ -458,7 +458,7 @@ bool vp_take_signal(int sig, siginfo_t *si)
 {
 	uint64_t one = 1ULL << (sig - 1);
 	const struct timespec zero = {0, 0};
-	if (syscall(SYS_rt_sigtimedwait, &one, si, &zero, sizeof one) != sig)
+	if (vp_syscall(SYS_rt_sigtimedwait, &one, si, &zero, sizeof one) != sig)
 		return false;
 	vp_siginfo_own(si);
 	return true;

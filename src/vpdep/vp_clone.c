@@ -119,7 +119,7 @@ static struct slot *slot_get(int *err)
 
 static _Noreturn void clone_exit(void)
 {
-	pid_t me = (pid_t)syscall(SYS_gettid);
+	pid_t me = (pid_t)vp_syscall(SYS_gettid);
 	/* The caller's slot, by the kernel thread's id: the thread pointer may
 	 * be a user thread's block (vp_terminate on a user-thread stack). */
 	spin_lock(&slots_lock);
@@ -133,9 +133,9 @@ static _Noreturn void clone_exit(void)
 	/* Signals blocked: no handler may run on the stack once it is DEAD
 	 * (the kernel thread is not gone before the tid word is cleared). */
 	uint64_t all = ~0ULL;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof all);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof all);
 	for (;;)
-		syscall(SYS_exit, 0);
+		vp_syscall(SYS_exit, 0);
 }
 
 /* The new kernel thread, on its stack with its block as thread pointer and
@@ -146,7 +146,7 @@ static _Noreturn void clone_main(void *p)
 	glibcabi_kthread_start(s->used);
 	s->used = true;
 	if (s->vp != NULL) {
-		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &s->mask, NULL, sizeof s->mask);
+		vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &s->mask, NULL, sizeof s->mask);
 		struct vp *vp = s->vp;
 		vp_enter(vp);
 		vp->main(vp);
@@ -177,10 +177,10 @@ static int clone_start(struct vp *vp, void (*fn)(void *), void *arg)
 	/* All blocked across the clone, so that nothing runs on the child
 	 * before clone_main has set its TLS up; the child restores s->mask. */
 	uint64_t all = ~0ULL;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &s->mask, sizeof all);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &s->mask, sizeof all);
 	long r = vp_clone_raw(CLONE_FLAGS, s->stack + s->stack_size, s->tid, s->tp, s->tid,
 			      clone_main, s);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &s->mask, NULL, sizeof all);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &s->mask, NULL, sizeof all);
 	if (r < 0) {
 		__atomic_store_n(s->tid, 0, __ATOMIC_RELAXED);
 		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
@@ -215,7 +215,7 @@ static void clone_adopt(struct vp *vp)
 static void clone_fork_child(struct vp *vp)
 {
 	spin_init(&slots_lock);
-	pid_t me = (pid_t)syscall(SYS_gettid);
+	pid_t me = (pid_t)vp_syscall(SYS_gettid);
 	for (struct slot *s = slots; s != NULL; s = s->next) {
 		if ((uintptr_t)s->tp == vp->handle &&
 		    atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_LIVE) {

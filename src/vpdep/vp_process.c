@@ -92,7 +92,7 @@ static char program_comm[16];
 
 static pid_t raw_getpid(void)
 {
-	return (pid_t)syscall(SYS_getpid);
+	return (pid_t)vp_syscall(SYS_getpid);
 }
 
 static pid_t program(void)
@@ -239,15 +239,15 @@ static int ask(int kind, struct proc *p, void (*fn)(void *), void *arg)
 
 static _Noreturn void end_program(const siginfo_t *si)
 {
-	pid_t self = (pid_t)syscall(SYS_gettid);
+	pid_t self = (pid_t)vp_syscall(SYS_gettid);
 	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
 	for (int i = 0; i < hi; i++) {
 		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
 		if (pid > 0 && pid != si->si_pid)
-			syscall(SYS_kill, pid, SIGKILL);
+			vp_syscall(SYS_kill, pid, SIGKILL);
 	}
 	if (si->si_code == CLD_EXITED)
-		syscall(SYS_exit_group, si->si_status);
+		vp_syscall(SYS_exit_group, si->si_status);
 	/* Killed: the same signal, with its default action, to this process. */
 	int sig = si->si_status;
 	struct {
@@ -256,12 +256,12 @@ static _Noreturn void end_program(const siginfo_t *si)
 		void *restorer;
 		uint64_t mask;
 	} dfl = { SIG_DFL, 0, NULL, 0 };
-	syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+	vp_syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
 	uint64_t one = 1ULL << (sig - 1);
-	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &one, NULL, sizeof one);
-	syscall(SYS_tgkill, raw_getpid(), self, sig);
-	syscall(SYS_kill, raw_getpid(), SIGKILL);   /* a signal whose default is not to end */
-	syscall(SYS_exit_group, 128 + sig);
+	vp_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &one, NULL, sizeof one);
+	vp_syscall(SYS_tgkill, raw_getpid(), self, sig);
+	vp_syscall(SYS_kill, raw_getpid(), SIGKILL);   /* a signal whose default is not to end */
+	vp_syscall(SYS_exit_group, 128 + sig);
 	__builtin_unreachable();
 }
 
@@ -285,10 +285,10 @@ static void reaper_main(void *unused)
 		memset(&ru, 0, sizeof ru);
 		/* Only clone children (no exit signal): VP processes, never the
 		 * program's own children. */
-		if (syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | __WCLONE, &ru) != 0) {
+		if (vp_syscall(SYS_waitid, P_ALL, 0, &si, WEXITED | __WCLONE, &ru) != 0) {
 			if (errno == ECHILD) {   /* counted, not yet cloned: look again */
 				struct timespec ms = { 0, 1000000 };
-				syscall(SYS_nanosleep, &ms, NULL);
+				vp_syscall(SYS_nanosleep, &ms, NULL);
 			}
 			continue;
 		}
@@ -324,11 +324,11 @@ static bool blocks(pid_t tgid, pid_t tid, int sig)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)tgid, (int)tid);
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true;
-	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-	syscall(SYS_close, fd);
+	long n = vp_syscall(SYS_read, fd, buf, sizeof buf - 1);
+	vp_syscall(SYS_close, fd);
 	if (n <= 0)
 		return true;
 	buf[n] = 0;
@@ -344,7 +344,7 @@ static bool blocks(pid_t tgid, pid_t tid, int sig)
 static bool forward(int sig, siginfo_t *f)
 {
 	pid_t p = program();
-	if (!blocks(p, p, sig) && syscall(SYS_rt_tgsigqueueinfo, p, p, sig, f) == 0)
+	if (!blocks(p, p, sig) && vp_syscall(SYS_rt_tgsigqueueinfo, p, p, sig, f) == 0)
 		return true;
 	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
 	for (int i = 0; i < hi; i++) {
@@ -352,7 +352,7 @@ static bool forward(int sig, siginfo_t *f)
 		if (pid <= 0 || atomic_load_explicit(&procs[i].ending, memory_order_acquire) ||
 		    blocks(pid, pid, sig))
 			continue;
-		if (syscall(SYS_rt_tgsigqueueinfo, pid, pid, sig, f) == 0)
+		if (vp_syscall(SYS_rt_tgsigqueueinfo, pid, pid, sig, f) == 0)
 			return true;
 	}
 	return false;
@@ -399,14 +399,14 @@ static void forwarder_wake(void)
 	si.si_code = SI_QUEUE;
 	si.si_errno = STOP_MARK;
 	si.si_pid = program();
-	syscall(SYS_rt_tgsigqueueinfo, program(), t, SIGURG, &si);
+	vp_syscall(SYS_rt_tgsigqueueinfo, program(), t, SIGURG, &si);
 }
 
 static void forwarder_main(void *unused)
 {
 	(void)unused;
 	vp_kthread_set_name(0, "ppl-vpsignals");
-	atomic_store_explicit(&forwarder_tid, (pid_t)syscall(SYS_gettid), memory_order_release);
+	atomic_store_explicit(&forwarder_tid, (pid_t)vp_syscall(SYS_gettid), memory_order_release);
 	uint64_t set = ~0ULL, held = 0;
 	static siginfo_t kept[65];
 	const int never[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
@@ -417,7 +417,7 @@ static void forwarder_main(void *unused)
 	       !atomic_load(&helpers_stop)) {
 		siginfo_t si;
 		struct timespec hold = { 0, HOLD_NS };
-		int sig = (int)syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
+		int sig = (int)vp_syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
 		if (sig == SIGURG && si.si_code == SI_QUEUE && si.si_errno == STOP_MARK)
 			sig = 0;
 		if (sig > 0) {
@@ -437,7 +437,7 @@ static void forwarder_main(void *unused)
 	/* What it still holds goes back to the process, for the catcher. */
 	for (; held != 0; held &= held - 1) {
 		int s = __builtin_ctzll(held) + 1;
-		syscall(SYS_rt_sigqueueinfo, program(), s, &kept[s]);
+		vp_syscall(SYS_rt_sigqueueinfo, program(), s, &kept[s]);
 	}
 	atomic_store_explicit(&forwarder_tid, 0, memory_order_release);
 	helper_gone();
@@ -452,7 +452,7 @@ static int start_managers(void)
 		return 0;
 	if (!atomic_compare_exchange_strong(&managers, &z, 1)) {
 		while (atomic_load_explicit(&managers, memory_order_acquire) == 1)
-			syscall(SYS_sched_yield);
+			vp_syscall(SYS_sched_yield);
 		return atomic_load(&managers) == 2 ? 0 : EAGAIN;
 	}
 	atomic_store_explicit(&program_pid, raw_getpid(), memory_order_release);
@@ -478,22 +478,22 @@ static _Noreturn void proc_main(void *arg)
 	struct vp *vp = p->vp;
 	/* The descriptor's thread id (the C library's locks record it as
 	 * their owner), then its per-thread state, before any C library call. */
-	*glibcabi_kthread_tid((void *)vp->handle) = (pid_t)syscall(SYS_gettid);
+	*glibcabi_kthread_tid((void *)vp->handle) = (pid_t)vp_syscall(SYS_gettid);
 	glibcabi_kthread_start(false);
 	/* Die with the manager, i.e. with the initial process; if it is
 	 * already gone, the signal will never come: end now. */
-	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if ((pid_t)syscall(SYS_getppid) != program())
-		syscall(SYS_exit_group, 0);
+	vp_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if ((pid_t)vp_syscall(SYS_getppid) != program())
+		vp_syscall(SYS_exit_group, 0);
 	if (program_comm[0])
-		syscall(SYS_prctl, PR_SET_NAME, program_comm, 0, 0, 0);   /* what ps shows */
+		vp_syscall(SYS_prctl, PR_SET_NAME, program_comm, 0, 0, 0);   /* what ps shows */
 	vp_enter(vp);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &p->mask, NULL, sizeof p->mask);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &p->mask, NULL, sizeof p->mask);
 	vp->main(vp);
 	vp_leave(vp);
 	atomic_store_explicit(&p->ending, true, memory_order_release);
 	for (;;)
-		syscall(SYS_exit, 0);
+		vp_syscall(SYS_exit, 0);
 }
 
 static struct proc *slot_new(void)
@@ -562,7 +562,7 @@ static _Noreturn void process_terminate(void)
 		atomic_store_explicit(&p->ending, true, memory_order_release);
 	/* The stack stays mapped until the reaper has seen the process end. */
 	for (;;)
-		syscall(SYS_exit, 0);
+		vp_syscall(SYS_exit, 0);
 }
 
 static void process_adopt(struct vp *vp)
@@ -589,7 +589,7 @@ static void process_retired(void)
 	for (int i = 0; atomic_load_explicit(&nchildren, memory_order_acquire) != 0; i++) {
 		if (i == 100)
 			return;
-		syscall(SYS_nanosleep, &ms, NULL);
+		vp_syscall(SYS_nanosleep, &ms, NULL);
 	}
 	atomic_store(&helpers_stop, true);
 	ask(REQ_STOP, NULL, NULL, NULL);
@@ -623,20 +623,20 @@ static pid_t group_of(pid_t tid)
 
 static int process_kill(pid_t tid, int sig)
 {
-	return syscall(SYS_tgkill, group_of(tid), tid, sig) == 0 ? 0 : errno;
+	return vp_syscall(SYS_tgkill, group_of(tid), tid, sig) == 0 ? 0 : errno;
 }
 
 static int process_sigqueue(pid_t tid, int sig, siginfo_t *si)
 {
-	return syscall(SYS_rt_tgsigqueueinfo, group_of(tid), tid, sig, si) == 0 ? 0 : errno;
+	return vp_syscall(SYS_rt_tgsigqueueinfo, group_of(tid), tid, sig, si) == 0 ? 0 : errno;
 }
 
 static int process_kill_process(int sig, siginfo_t *si)
 {
 	pid_t pid = program();
-	if (si != NULL && syscall(SYS_rt_sigqueueinfo, pid, sig, si) == 0)
+	if (si != NULL && vp_syscall(SYS_rt_sigqueueinfo, pid, sig, si) == 0)
 		return 0;
-	return syscall(SYS_kill, pid, sig) == 0 ? 0 : errno;
+	return vp_syscall(SYS_kill, pid, sig) == 0 ? 0 : errno;
 }
 
 static bool process_ours(pid_t pid)
@@ -666,15 +666,15 @@ static pid_t process_ppid(void)
 	pid_t r = raw_getpid();
 	pid_t p = atomic_load_explicit(&program_pid, memory_order_acquire);
 	if (p == 0 || r == p || find_pid(r) == NULL)
-		return (pid_t)syscall(SYS_getppid);
+		return (pid_t)vp_syscall(SYS_getppid);
 	/* The initial process's parent, which may change: field 4 of its stat. */
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/stat", p);
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 1;
-	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
-	syscall(SYS_close, fd);
+	long n = vp_syscall(SYS_read, fd, buf, sizeof buf - 1);
+	vp_syscall(SYS_close, fd);
 	if (n <= 0)
 		return 1;
 	buf[n] = 0;
@@ -722,7 +722,7 @@ static bool process_stray(int sig, const siginfo_t *si)
 static void process_creds_changed(void)
 {
 	if (!in_initial())
-		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		vp_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 }
 
 /* The initial process's kernel threads through the manager, which is one

@@ -23,6 +23,7 @@
 
 #include "context.h"
 #include "spinlock.h"
+#include "syscall_raw.h"
 
 #define ppl_likely(x) __builtin_expect(!!(x), 1)
 #define ppl_unlikely(x) __builtin_expect(!!(x), 0)

@@ -250,10 +250,8 @@ static int restart_vps(void)
 	return 0;
 }
 
-int ppl_runtime_start(void)
+int ppl_runtime_start_slow(void)
 {
-	if (ppl_likely(atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 1))
-		return 0;
 	ppl_init();   /* in case the constructor has not run yet (early callers) */
 	spin_lock(&ppl_rt.lock);
 	int started = atomic_load_explicit(&ppl_rt.started, memory_order_relaxed);
@@ -535,4 +533,9 @@ void ppl_runtime_fork_child(void)
 void ppl_after_dlopen(void)
 {
 	tls_after_dlopen();
+}
+
+void ppl_after_dlclose(void)
+{
+	tls_modules_changed();
 }

@@ -373,6 +373,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	int err = ppl_runtime_start();
 	if (err)
 		return err;
+	struct ult *self = ult_self();   /* the creator (once: a call each) */
 	struct ult *t = tcb_get();
 	if (t == NULL)
 		return EAGAIN;
@@ -401,13 +402,12 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	}
 	t->start = fn;
 	t->arg = arg;
-	sig_thread_init(t, ult_self());
+	sig_thread_init(t, self);
 	t->detached = at.detachstate == PTHREAD_CREATE_DETACHED;
 	t->attr_guard = at.stackaddr ? 0 : at.guardsize;
 	t->inherit_sched = at.inheritsched == PTHREAD_INHERIT_SCHED;
-	t->nice = ult_self()->nice;
+	t->nice = self->nice;
 	if (t->inherit_sched) {
-		struct ult *self = ult_self();
 		ult_set_sched(t, self->sched_policy, &self->sched_param);
 	} else {
 		ult_set_sched(t, at.policy, &at.param);
@@ -416,7 +416,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 		sig_thread_mask(t, at.sigmask);
 	/* Its creator's CPUs, as a kernel thread's, or the attribute's as
 	 * pthread_setaffinity_np on it gives them (affinity.c). */
-	affinity_inherit(t, ult_self());
+	affinity_inherit(t, self);
 	if (at.cpuset) {
 		err = ppl_pthread_setaffinity_np((pthread_t)t, at.cpusetsize, at.cpuset);
 		if (err) {

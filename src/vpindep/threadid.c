@@ -101,3 +101,21 @@ PPL_API unsigned long ppl_thread_serial(pthread_t th)
 	struct ult *t = (struct ult *)th;
 	return ult_stale(t) ? 0 : t->id;
 }
+
+/* For the raw set_tid_address (src/preload/syscall.c): the caller's
+ * gettid() when that is not the id of the kernel thread it runs on (a user
+ * thread scheduled M:N, or the initial thread on another VP's kernel
+ * thread), so that the call answers it without touching the VP's kernel
+ * thread; 0 when the kernel thread is the caller's own. */
+pid_t ppl_tid_unless_kernel(void)
+{
+	pid_t me = ppl_gettid();
+	return !tid_is_virtual(me) && me == vp_gettid() ? 0 : me;
+}
+
+/* For the raw tkill: an id that names one of the process's user threads
+ * rather than a kernel thread (what ppl_tgkill delivers itself). */
+bool ppl_tid_is_user_thread(pid_t id)
+{
+	return id > 0 && (tid_is_virtual(id) || (id == vp_process_id() && !ppl_rt.main_ult.foreign));
+}

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
@@ -46,8 +47,14 @@ void ppl_init(void);
  * if not NULL and the C library has it), resolved once into *slot: vpdep's
  * one resolver, vp_libc_fn; a missing one is fatal. */
 void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version);
+/* The raw system calls that name a thread (src/preload/syscall.c,
+ * threadid.c). */
+pid_t ppl_tid_unless_kernel(void);
+bool ppl_tid_is_user_thread(pid_t id);
 /* After a successful dlopen: initialise new static TLS in user threads. */
 void ppl_after_dlopen(void);
+/* After dlclose: the TLS modules may have changed. */
+void ppl_after_dlclose(void);
 /* Print PPL_STATS counters, if asked for (called at exit). */
 void ppl_stats_report(void);
 

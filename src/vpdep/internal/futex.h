@@ -11,12 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "syscall_raw.h"
+
 static inline int futex_sys(_Atomic uint32_t *addr, int op, uint32_t val,
 			    const struct timespec *ts, uint32_t bitset)
 {
 	/* The kernel reads the word itself: the atomic type only documents
 	 * that everybody else must access it atomically. */
-	long r = syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, bitset);
+	long r = vp_syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, bitset);
 	return r < 0 ? errno : 0;
 }
 

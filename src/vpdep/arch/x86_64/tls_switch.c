@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "syscall_raw.h"
 #include "context.h"
 
 /* Read by context.S's SET_FS: nonzero when wrfsbase may be used. */
@@ -75,7 +76,7 @@ static long ldt_write(unsigned entry, uintptr_t base)
 		.useable = 1,
 	};
 	/* 0x11: write an entry, "new" mode (the useable bit is honoured). */
-	long r = syscall(SYS_modify_ldt, 0x11, &d, sizeof d);
+	long r = vp_syscall(SYS_modify_ldt, 0x11, &d, sizeof d);
 	return r == 0 ? 0 : -errno;
 }
 
@@ -118,7 +119,7 @@ static const char *ldt_probe(void)
 	/* No signal handler may run on the probe page as its TLS.  The system
 	 * call itself: libppl interposes sigprocmask. */
 	uint64_t all = ~(uint64_t)0, old;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
 	uintptr_t seen;
 	long rc;
 	__asm__ volatile("movw %w[sel], %%fs\n\t"
@@ -127,7 +128,7 @@ static const char *ldt_probe(void)
 			 : [seen] "=&r"(seen), "=a"(rc)
 			 : [sel] "r"(selector_of(0)), "a"((long)SYS_arch_prctl), "D"(0x1002L), "S"(own)
 			 : "rcx", "r11", "memory");
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
 	munmap(page, 4096);
 	if (rc != 0)
 		return "arch_prctl failed";

@@ -1,0 +1,60 @@
+/* vp_syscall: the C library's syscall() under a hidden name (syscall_raw.h).
+ * Six arguments are always read, as the C library's own syscall() does:
+ * the kernel ignores those a call does not take. */
+#include <errno.h>
+#include <stdarg.h>
+
+#include "syscall_raw.h"
+
+#if defined(__x86_64__)
+static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long r;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return r;
+}
+#elif defined(__aarch64__)
+static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory");
+	return x0;
+}
+#else
+#error "vp_syscall: no raw system call sequence for this architecture"
+#endif
+
+long vp_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	long r = raw6(nr, a, b, c, d, e, f);
+	if (__builtin_expect((unsigned long)r > -4096UL, 0)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+long vp_syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+	va_end(ap);
+	return vp_syscall6(nr, a, b, c, d, e, f);
+}
