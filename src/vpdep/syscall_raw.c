@@ -6,8 +6,13 @@
 
 #include "syscall_raw.h"
 
+/* Not inlined: a kernel thread parked in a call must show a real frame #0
+ * (an inline one is not unwound), where libppl's gdb extension grafts a
+ * parked thread's saved context (tools/gdb/libppl.py). */
+#define RAW_CALL __attribute__((noinline))
+
 #if defined(__x86_64__)
-static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
+static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long f)
 {
 	register long r10 __asm__("r10") = d;
 	register long r8 __asm__("r8") = e;
@@ -20,7 +25,7 @@ static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
 	return r;
 }
 #elif defined(__aarch64__)
-static inline long raw6(long nr, long a, long b, long c, long d, long e, long f)
+static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long f)
 {
 	register long x8 __asm__("x8") = nr;
 	register long x0 __asm__("x0") = a;
