@@ -137,19 +137,33 @@ static int update(struct ult *self, int mask, int bits)
 
 /* ---- the monitor's watch of asynchronous requests -------------------------------- */
 
-/* t has an asynchronous request that a signal must act on: watched until it
- * acts, exits or stops being asynchronous and enabled. */
+static void unowe(struct ult *t)
+{
+	if (atomic_exchange_explicit(&t->async_owed, false, memory_order_seq_cst))
+		atomic_fetch_sub_explicit(&owed, 1, memory_order_seq_cst);
+}
+
+/* pthread_cancel: t has an asynchronous request that a signal must act
+ * on, watched until it acts, exits or stops being asynchronous and
+ * enabled.  It may have done so already, and settled before the flag was
+ * set: looked at after setting it (seq_cst both ways, and the exchange
+ * decrements once). */
 static void owe(struct ult *t)
 {
 	if (!atomic_exchange_explicit(&t->async_owed, true, memory_order_seq_cst))
 		atomic_fetch_add_explicit(&owed, 1, memory_order_seq_cst);
-	monitor_kick();
+	if (!acts_async(atomic_load_explicit(&t->cancel, memory_order_seq_cst)))
+		unowe(t);
+	else
+		monitor_kick();
 }
 
+/* The thread itself, after changing its cancel word.  A load first: every
+ * thread's exit comes here. */
 static void settle(struct ult *self)
 {
-	if (atomic_exchange_explicit(&self->async_owed, false, memory_order_seq_cst))
-		atomic_fetch_sub_explicit(&owed, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&self->async_owed, memory_order_seq_cst))
+		unowe(self);
 }
 
 bool cancel_async_owed(void)
