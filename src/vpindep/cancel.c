@@ -19,8 +19,12 @@
  *    if that VP's current thread is still the target, still asynchronous
  *    and enabled, and the signal did not interrupt libppl's own code (a
  *    switch or a lock might be half done).  libppl's calls that such a
- *    thread may make check again on their way out (cancel_async_check), so
- *    a signal that found the thread inside libppl is not lost.
+ *    thread may make check again on their way out (cancel_async_check).
+ *    Not every way out does, and a thread not running when cancelled gets
+ *    no signal, so the request stays owed (t->async_owed, counted in
+ *    `owed`) until the thread acts, exits or is no longer asynchronous and
+ *    enabled; meanwhile the monitor signals, at each look, the VP whose
+ *    current thread has one (cancel_async_watch).
  *  - A thread in a blocking call of the C library that is a cancellation
  *    point (cancel_syscall_enter/leave) is marked both ways: t->cp_vp names
  *    the VP whose kernel thread makes the call, v->cp_ult the thread.  The
@@ -70,6 +74,7 @@
 #define CANCEL_SIGNAL PPL_SIGCANCEL
 
 static struct sigaction prev_action;   /* the handler before ours, for foreign signals */
+static _Atomic int owed;               /* threads whose async_owed is set */
 static _Atomic int sig_state;          /* 0: not installed, 1: installing, 2: done */
 static uintptr_t text_lo, text_hi;     /* libppl's executable segment */
 
@@ -130,6 +135,42 @@ static int update(struct ult *self, int mask, int bits)
 	return old;
 }
 
+/* ---- the monitor's watch of asynchronous requests -------------------------------- */
+
+static void unowe(struct ult *t)
+{
+	if (atomic_exchange_explicit(&t->async_owed, false, memory_order_seq_cst))
+		atomic_fetch_sub_explicit(&owed, 1, memory_order_seq_cst);
+}
+
+/* pthread_cancel: t has an asynchronous request that a signal must act
+ * on, watched until it acts, exits or stops being asynchronous and
+ * enabled.  It may have done so already, and settled before the flag was
+ * set: looked at after setting it (seq_cst both ways, and the exchange
+ * decrements once). */
+static void owe(struct ult *t)
+{
+	if (!atomic_exchange_explicit(&t->async_owed, true, memory_order_seq_cst))
+		atomic_fetch_add_explicit(&owed, 1, memory_order_seq_cst);
+	if (!acts_async(atomic_load_explicit(&t->cancel, memory_order_seq_cst)))
+		unowe(t);
+	else
+		monitor_kick();
+}
+
+/* The thread itself, after changing its cancel word.  A load first: every
+ * thread's exit comes here. */
+static void settle(struct ult *self)
+{
+	if (atomic_load_explicit(&self->async_owed, memory_order_seq_cst))
+		unowe(self);
+}
+
+bool cancel_async_owed(void)
+{
+	return atomic_load_explicit(&owed, memory_order_seq_cst) > 0;
+}
+
 int ppl_pthread_setcancelstate(int state, int *oldstate)
 {
 	if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE)
@@ -140,6 +181,8 @@ int ppl_pthread_setcancelstate(int state, int *oldstate)
 			state == PTHREAD_CANCEL_DISABLE ? TLS_CANCEL_DISABLED : 0);
 	if (oldstate)
 		*oldstate = (old & CANCEL_DISABLED) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
+	if (state == PTHREAD_CANCEL_DISABLE)
+		settle(self);   /* enabling again acts at once (below) */
 	cancel_async_check();
 	return 0;
 }
@@ -154,6 +197,8 @@ int ppl_pthread_setcanceltype(int type, int *oldtype)
 			type == PTHREAD_CANCEL_ASYNCHRONOUS ? TLS_CANCEL_ASYNC : 0);
 	if (oldtype)
 		*oldtype = (old & CANCEL_ASYNC) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
+	if (type == PTHREAD_CANCEL_DEFERRED)
+		settle(self);
 	cancel_async_check();
 	return 0;
 }
@@ -189,6 +234,7 @@ void cancel_async_check(void)
 void cancel_exiting(struct ult *self)
 {
 	atomic_fetch_or_explicit(&self->cancel, CANCEL_ACTING, memory_order_seq_cst);
+	settle(self);
 	(void)libc_bits(self, 0, TLS_CANCEL_EXITING);
 }
 
@@ -331,6 +377,26 @@ static void send_kick(struct vproc *v, bool force, const char *why)
 	}
 }
 
+/* The monitor, on every look while a request is owed: signal v's kernel
+ * thread again if its thread has an asynchronous request still to act on.
+ * pthread_cancel's one signal is not enough: it is ignored where it lands
+ * in libppl's code, and none is sent to a thread not running then (woken
+ * from a barrier, say), and libppl's code that such a thread runs next
+ * has no check on every way out; the thread may then block in a system
+ * call libppl does not announce (pause(), a raw futex) with nothing left
+ * to interrupt it (glibc's tst-cancel30). */
+void cancel_async_watch(struct vproc *v)
+{
+	struct ult *t = v->current;
+	if (t == NULL || !atomic_load_explicit(&t->async_owed, memory_order_seq_cst) ||
+	    t->vp != v || atomic_load_explicit(&t->state, memory_order_seq_cst) != ULT_RUNNING ||
+	    !acts_async(atomic_load_explicit(&t->cancel, memory_order_seq_cst)) ||
+	    atomic_load_explicit(&t->kwait, memory_order_seq_cst) || libc_unwinding(t))
+		return;
+	/* Every 20th time regardless, as kick_vp. */
+	send_kick(v, ++v->cancel_watch % 20 == 0, "for asynchronous cancellation");
+}
+
 static void kick_vp(struct vproc *v, int round)
 {
 	/* Every 50th round regardless: a signal that never arrived must not
@@ -428,7 +494,16 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 									memory_order_relaxed))
 			;
 	}
-	if (v == NULL || !atomic_exchange_explicit(&v->cancel_sig, 0, memory_order_acq_rel)) {
+	/* Ours if marked, or if the thread there has a request: the mark is
+	 * one flag for all the signals in flight (the canceller's, the
+	 * monitor's), and a second signal that found it consumed and returned
+	 * would end a pause() or sigsuspend() the thread is blocked in with
+	 * EINTR instead of unwinding it (tst-cancel30: pause returned, 1 run
+	 * in 60). */
+	if (v == NULL || (!atomic_exchange_explicit(&v->cancel_sig, 0, memory_order_acq_rel) &&
+			  (v->current == NULL ||
+			   !(atomic_load_explicit(&v->current->cancel, memory_order_seq_cst) &
+			     CANCEL_PENDING)))) {
 		chain(sig, si, uc);   /* not ours */
 		return;
 	}
@@ -456,10 +531,18 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 			goto again;
 		cancel_act();
 	}
-	if (!acts_async(tc) || libc_unwinding(t))
+	/* In a process-shared wait in the kernel: it acts on its way out. */
+	if (!acts_async(tc) || libc_unwinding(t) || atomic_load_explicit(&t->kwait, memory_order_seq_cst))
 		return;
-	if (pc >= text_lo && pc < text_hi)
-		return;   /* inside libppl: its exits check (cancel_async_check) */
+	/* Inside libppl (also in the C library or the vDSO under one of its
+	 * spin locks): its exits check (cancel_async_check), and the monitor
+	 * signals again (cancel_async_watch). */
+	if ((pc >= text_lo && pc < text_hi) || vp_in_crit(&v->vp))
+		return;
+	/* In a call announced but not a cancellation point (flock): the VP
+	 * comes back from the monitor as the call's return would take it. */
+	if (atomic_load_explicit(&v->in_syscall, memory_order_seq_cst) != SYS_OUT)
+		sys_leave(v);
 	cancel_act();
 again:
 	/* pthread_cancel signals again.  The signal may also have interrupted
@@ -510,12 +593,13 @@ int ppl_pthread_cancel(pthread_t th)
 	if (!async || t->foreign || kwait)
 		return 0;
 	signal_setup();
+	/* Until it acts: the one signal below may not be enough (owe). */
+	owe(t);
 	if (atomic_load_explicit(&t->state, memory_order_seq_cst) != ULT_RUNNING)
-		return 0;   /* ready or parked: it checks when it runs (sched_park, yield) */
+		return 0;   /* ready or parked: the monitor signals it once it runs */
 	struct vproc *v = t->vp;
-	if (v == NULL)
-		return 0;
-	send_kick(v, false, "for asynchronous cancellation");
+	if (v != NULL)
+		send_kick(v, false, "for asynchronous cancellation");
 	return 0;
 }
 
@@ -525,4 +609,8 @@ void cancel_vp_fork_child(struct vproc *v, struct ult *self)
 	atomic_store_explicit(&v->cancel_sig, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->cancel_inflight, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->cp_ult, NULL, memory_order_relaxed);
+	/* Only the forking thread lives on: nothing is owed but its own. */
+	atomic_store_explicit(&owed, 0, memory_order_relaxed);
+	if (self != NULL && atomic_load_explicit(&self->async_owed, memory_order_relaxed))
+		atomic_store_explicit(&owed, 1, memory_order_relaxed);
 }

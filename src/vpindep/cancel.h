@@ -37,6 +37,10 @@ void cancel_wake(struct ult *t, bool async);
 struct vproc *cancel_syscall_enter(void (*undo)(void *), void *arg);
 /* struct vp_cancel's reset in the forked child (vproc_parts). */
 void cancel_vp_fork_child(struct vproc *v, struct ult *self);
+/* The monitor's side of asynchronous requests: while one is owed, look
+ * often and signal each VP whose thread has one still to act on. */
+bool cancel_async_owed(void);
+void cancel_async_watch(struct vproc *v);
 void cancel_syscall_leave(struct vproc *v, bool eintr);
 /* Unwind the calling thread to its landing point (unwind.c), running the
  * cleanup handlers and destructors of its frames; then ult_finish.  The

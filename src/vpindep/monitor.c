@@ -19,6 +19,8 @@
  *    switch, then parks in the scheduler's retire() and is free for reuse.
  *    So the number of VPs running user code exceeds the target only while
  *    a call blocks, plus one time slice.
+ *  - While an asynchronous cancel is owed (cancel.c), it looks every
+ *    POLL_SLOW_NS and signals the VP running the thread, lent or not.
  *  - The monitor sleeps on a futex while nothing is to be watched soon
  *    (nothing at all, or only timers more than POLL_SLOW_NS away).  Its
  *    wakers (a push onto a run queue, an announced call with a non-empty
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "cancel.h"
 #include "monitor.h"
 #include "runtime.h"
 #include "schedhooks.h"
@@ -338,8 +341,15 @@ static int64_t last_change;   /* when scan last saw a VP switch or call: the mon
 static int64_t scan(int64_t now)
 {
 	int64_t wait = -1;
+	/* An asynchronous cancel not yet acted on: look again soon, and
+	 * signal the VPs whose thread has one (cancel.c), lent ones too. */
+	bool owed = cancel_async_owed();
+	if (owed)
+		wait_min(&wait, POLL_SLOW_NS);
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *v = ppl_rt.vps[i];
+		if (owed && v != NULL)
+			cancel_async_watch(v);
 		/* A retired VP still counts while its kernel thread is in a
 		 * call or runs its last thread (which may block unannounced):
 		 * threads pushed on it just before it retired, and timers

@@ -147,7 +147,10 @@ static int kernel_wait(struct ult *self, _Atomic uint32_t *addr, uint32_t val,
 	struct vproc *v = sys_enter();
 	int err;
 	for (;;) {
-		if (cp && cancel_requested(self)) {
+		/* An asynchronous request made before the wait began was not
+		 * sent to kintr: its caller acts (cancel_async_check). */
+		if ((cp || (atomic_load_explicit(&self->cancel, memory_order_seq_cst) & CANCEL_ASYNC)) &&
+		    cancel_requested(self)) {
 			err = ECANCELED;
 			break;
 		}

@@ -93,6 +93,7 @@ static struct ult *tcb_get(void)
 	t->timer.owner = NULL;
 	t->cache_next = NULL;
 	atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->async_owed, false, memory_order_relaxed);
 	atomic_store_explicit(&t->park_lock, NULL, memory_order_relaxed);
 	t->park_flags = 0;
 	atomic_store_explicit(&t->cp_vp, NULL, memory_order_relaxed);

@@ -143,6 +143,8 @@ struct ult {
 	_Atomic(spin_t *) park_lock; /* lock of the queue of the last park; with
 				    * wait_q != NULL, under that lock, t is parked there */
 	int park_flags;            /* PARK_* of that park (under park_lock) */
+	_Atomic bool async_owed;   /* an asynchronous request the monitor watches
+				    * until the thread acts or exits (cancel.c) */
 	struct vproc *_Atomic cp_vp; /* VP whose kernel thread runs its cancellable
 				    * system call, or NULL (cancel.c) */
 	/* process-shared waits (parklot.c) */

@@ -62,6 +62,7 @@ struct vp_preempt {
 struct vp_cancel {
 	_Atomic int cancel_sig;    /* set before pthread_cancel signals this VP (cancel.c) */
 	_Atomic int cancel_inflight;   /* its signals sent and not yet handled (cancel.c) */
+	unsigned cancel_watch;     /* the monitor's kicks of its thread (cancel.c) */
 	struct ult *_Atomic cp_ult; /* thread in a cancellable system call on this
 				    * VP's kernel thread, or NULL (cancel.c) */
 	void (*cp_undo)(void *);   /* its cancel_syscall_enter arguments */
