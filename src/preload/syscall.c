@@ -106,5 +106,5 @@ long export_syscall(long nr, ...)
 				       : ppl_clock_getres((clockid_t)a, (struct timespec *)b);
 		break;
 	}
-	return vp_syscall6(nr, a, b, c, d, e, f);
+	return vp_syscall6_user(nr, a, b, c, d, e, f);
 }

@@ -3,6 +3,8 @@
  * the kernel ignores those a call does not take. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "syscall_raw.h"
 
@@ -12,7 +14,8 @@
 #define RAW_CALL __attribute__((noinline))
 
 #if defined(__x86_64__)
-static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long f)
+static inline __attribute__((always_inline)) long raw6_seq(long nr, long a, long b, long c, long d, long e,
+							    long f)
 {
 	register long r10 __asm__("r10") = d;
 	register long r8 __asm__("r8") = e;
@@ -25,7 +28,8 @@ static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long 
 	return r;
 }
 #elif defined(__aarch64__)
-static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long f)
+static inline __attribute__((always_inline)) long raw6_seq(long nr, long a, long b, long c, long d, long e,
+							    long f)
 {
 	register long x8 __asm__("x8") = nr;
 	register long x0 __asm__("x0") = a;
@@ -43,6 +47,36 @@ static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long 
 #else
 #error "vp_syscall: no raw system call sequence for this architecture"
 #endif
+
+static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	return raw6_seq(nr, a, b, c, d, e, f);
+}
+
+/* The program's own calls through libppl's syscall(): the same sequence in
+ * a section of its own, so that a signal that finds a thread blocked there
+ * (syscall(SYS_pause)) is taken as landing in the program's call, as in
+ * the C library's syscall(), not in libppl's code (cancel.c's handler
+ * acts on an asynchronous request only outside libppl). */
+__attribute__((noinline, section("ppl_usercall"))) long vp_syscall6_user(long nr, long a, long b,
+									    long c, long d, long e,
+									    long f)
+{
+	long r = raw6_seq(nr, a, b, c, d, e, f);
+	if (__builtin_expect((unsigned long)r > -4096UL, 0)) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+extern const char __start_ppl_usercall[] __attribute__((visibility("hidden")));
+extern const char __stop_ppl_usercall[] __attribute__((visibility("hidden")));
+
+bool vp_in_user_call(unsigned long pc)
+{
+	return pc >= (uintptr_t)__start_ppl_usercall && pc < (uintptr_t)__stop_ppl_usercall;
+}
 
 long vp_syscall6(long nr, long a, long b, long c, long d, long e, long f)
 {

@@ -11,4 +11,10 @@ long vp_syscall(long nr, ...) __attribute__((visibility("hidden")));
 long vp_syscall6(long nr, long a, long b, long c, long d, long e, long f)
 	__attribute__((visibility("hidden")));
 
+/* The same for the program's calls through libppl's syscall() export, and
+ * whether a PC is in that sequence (the program's call, not libppl's). */
+long vp_syscall6_user(long nr, long a, long b, long c, long d, long e, long f)
+	__attribute__((visibility("hidden")));
+_Bool vp_in_user_call(unsigned long pc) __attribute__((visibility("hidden")));
+
 #endif

@@ -484,6 +484,14 @@ static void chain(int sig, siginfo_t *si, void *uc)
 		prev_action.sa_handler(sig);
 }
 
+/* The signal landed in libppl's own code: not in the program's raw calls
+ * through libppl's syscall() export, which are the program's, as in the C
+ * library's syscall(). */
+static bool in_libppl(uintptr_t pc)
+{
+	return pc >= text_lo && pc < text_hi && !vp_in_user_call(pc);
+}
+
 static void async_signal(int sig, siginfo_t *si, void *uc)
 {
 	struct vproc *v = (struct vproc *)vp_current();
@@ -514,7 +522,7 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 	    acts_deferred(atomic_load_explicit(&c->cancel, memory_order_seq_cst))) {
 		if (libc_unwinding(c))
 			return;   /* its hook undoes the mark and acts */
-		if (pc >= text_lo && pc < text_hi)
+		if (in_libppl(pc))
 			goto again;   /* around the call */
 		/* In the C library's call, a cancellation point. */
 		undo_mark(v, c);
@@ -527,7 +535,7 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 	if (acts_deferred(tc) && in_libc_call(t, tc)) {
 		/* In one of the C library's own cancellable calls: where glibc's
 		 * SIGCANCEL acts too. */
-		if (pc >= text_lo && pc < text_hi)
+		if (in_libppl(pc))
 			goto again;
 		cancel_act();
 	}
@@ -537,7 +545,7 @@ static void async_signal(int sig, siginfo_t *si, void *uc)
 	/* Inside libppl (also in the C library or the vDSO under one of its
 	 * spin locks): its exits check (cancel_async_check), and the monitor
 	 * signals again (cancel_async_watch). */
-	if ((pc >= text_lo && pc < text_hi) || vp_in_crit(&v->vp))
+	if (in_libppl(pc) || vp_in_crit(&v->vp))
 		return;
 	/* In a call announced but not a cancellation point (flock): the VP
 	 * comes back from the monitor as the call's return would take it. */
