@@ -338,6 +338,7 @@ int main(int argc, char **argv)
 	int fd = open(lock_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	CHECK(fd >= 0);
 	close(fd);
+	unlink(fifo_path);   /* left by a run killed before its end, same pid */
 	CHECK(mkfifo(fifo_path, 0600) == 0);
 	msq = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
 	CHECK(msq >= 0);
