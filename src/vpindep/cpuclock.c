@@ -9,11 +9,16 @@
  * called at every switch).  Reading the kernel thread's CPU clock is a
  * system call, so switches pay for it only once a program has asked for a
  * CPU clock: counting starts at the first pthread_getcpuclockid, or the
- * first read of a thread's CPU time.  Threads that were running then count
- * from their next switch-in, the caller from then; threads created later
- * count from zero.  A thread with a kernel thread of its own since it
- * began (foreign, and the initial thread before start-up) reads that
- * kernel thread's clock, which has its whole time.
+ * first read of a thread's CPU time.  Threads that were running then
+ * (or that a VP switched in as it began, before it saw it) count from the
+ * first of: their next switch-in, their VP's next preemption tick
+ * (cpuclock_tick), a read of their own clock; the caller from then;
+ * threads created later count from zero.  Not from their next switch-in
+ * only: a thread computing alone on its VP is never switched out, and its
+ * clock and its timers stood still (tp_cputimer on 2 VPs hung, its timed
+ * thread reading 0 ns for ever).  A thread with a kernel thread of its
+ * own since it began (foreign, and the initial thread before start-up)
+ * reads that kernel thread's clock, which has its whole time.
  *
  * Clock ids: the kernel's CPU clock of a kernel thread is vpdep's
  * vp_kthread_cpuclock(tid), (~tid << 3) | 6;
@@ -178,6 +183,13 @@ struct ult *cpuclock_thread(clockid_t c, bool *ours)
 	return t;
 }
 
+void cpuclock_tick(struct ult *t)
+{
+	if (ppl_unlikely(t->cpu_since == 0) && !t->foreign &&
+	    atomic_load_explicit(&cpu_counting, memory_order_acquire))
+		t->cpu_since = kcpuclock_ns();
+}
+
 /* t's CPU time.  A thread running on another VP right now: what it had
  * at its last switch-out plus its kernel thread's time since. */
 int64_t cpuclock_ns(struct ult *t)
@@ -190,11 +202,15 @@ int64_t cpuclock_ns(struct ult *t)
 		return real_gettime(k, &ts) == 0 ? timespec_to_ns(&ts) : t->cpu_ns;
 	}
 	struct vproc *me = (struct vproc *)vp_current();
+	if (me != NULL && me->current == t) {
+		/* Running here since before counting began (or switched in by
+		 * a VP that had not seen it begin): it counts from now. */
+		cpuclock_tick(t);
+		return t->cpu_ns + kcpuclock_ns() - t->cpu_since;
+	}
 	int64_t total = t->cpu_ns, since = t->cpu_since;
 	if (since == 0)
 		return total;
-	if (me != NULL && me->current == t)
-		return total + kcpuclock_ns() - since;
 	struct vproc *v = t->vp;
 	int tid = v ? vp_kthread_id(&v->vp) : 0;
 	/* The kernel's CPU clock of that kernel thread (glibc's encoding); the

@@ -20,6 +20,10 @@ static inline void cpu_switch(struct ult *from, struct ult *to)
 struct ult *cpuclock_thread(clockid_t c, bool *ours);
 int64_t cpuclock_ns(struct ult *t);
 void cpuclock_counting_start(void);
+/* t runs on the calling VP: if it has not been counted since counting
+ * began (running then, or switched in by a VP that had not seen it
+ * begin), it counts from now.  At each tick, and when it reads its clock. */
+void cpuclock_tick(struct ult *t);
 /* cputimer.c: t's CPU-time timers due by its CPU time `now` expire; the
  * check of the running thread at its VP's tick (not inside a lock). */
 void cputimer_expire(struct ult *t, int64_t now);

@@ -296,8 +296,10 @@ static void tick(void *uc)
 	/* The running thread's CPU-time timers (cputimer.c), checked before
 	 * it may be switched out; not inside a lock (theirs, maybe). */
 	struct vproc *cv = (struct vproc *)vp_current();
-	if (cv != NULL && cv->current != NULL && cv->bound_to == NULL && !vp_in_crit(&cv->vp))
+	if (cv != NULL && cv->current != NULL && cv->bound_to == NULL && !vp_in_crit(&cv->vp)) {
+		cpuclock_tick(cv->current);
 		cputimer_tick(cv->current);
+	}
 	tick_body(uc);
 	struct vproc *v = (struct vproc *)vp_current();
 	/* A kick whose thread another VP took left this one raised
