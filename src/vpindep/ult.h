@@ -18,9 +18,10 @@ enum ult_state {
 	ULT_FREE,      /* recycled into the TCB cache: a stale pthread_t */
 };
 
-#define PPL_KEY_BLOCK 32
+#define PPL_KEY_INLINE 8   /* keys whose slots are in the TCB */
+#define PPL_KEY_BLOCK 32   /* slots per block of the others */
+#define PPL_KEY_BLOCKS ((PTHREAD_KEYS_MAX - PPL_KEY_INLINE + PPL_KEY_BLOCK - 1) / PPL_KEY_BLOCK)
 #define PPL_PRIO_HELD 8    /* PI/PP mutexes a thread holds with effect */
-#define PPL_KEY_BLOCKS (PTHREAD_KEYS_MAX / PPL_KEY_BLOCK)
 
 struct cpus;   /* an interned CPU set (affinity.c) */
 
@@ -104,16 +105,18 @@ struct ult {
 	struct timer timer;
 
 	/* thread-specific data (key.c), touched only by the thread itself: keys
-	 * 0..31 inline, block b (keys 32b..32b+31, b >= 1) calloc'd by the first
-	 * pthread_setspecific of a non-NULL value there; specific[0] is unused.
+	 * 0..PPL_KEY_INLINE-1 inline (programs use a few keys, from 0 up);
+	 * the others in blocks of PPL_KEY_BLOCK, listed in a directory, both
+	 * calloc'd by the first pthread_setspecific of a non-NULL value there.
 	 * A slot's value counts only while its seq equals the key's, so a
 	 * deleted and re-created key reads NULL.  key_run_destructors clears
-	 * the slots and frees the blocks, so a recycled TCB starts empty. */
+	 * the slots and frees the blocks and the directory, so a recycled TCB
+	 * starts empty and a pooled TCB keeps nothing on the heap. */
 	struct key_slot {
 		uintptr_t seq;
 		void *value;
-	} specific_1st[PPL_KEY_BLOCK];
-	struct key_slot *specific[PPL_KEY_BLOCKS];
+	} specific_1st[PPL_KEY_INLINE];
+	struct key_slot **specific; /* NULL, or PPL_KEY_BLOCKS blocks (each maybe NULL) */
 	bool specific_used;        /* a value was stored since the last clear */
 
 	/* signals (signal.c) */
