@@ -10,12 +10,13 @@
 /* ---- thread control block --------------------------------------------------- */
 
 enum ult_state {
+	ULT_FREE,      /* recycled into the TCB cache, or cold (tcbpool.c): a
+			* stale pthread_t.  0: a released TCB reads as zeros */
 	ULT_RUNNING,   /* on a VP, or a foreign kernel thread executing */
 	ULT_READY,     /* on a run queue */
 	ULT_BLOCKED,   /* parked on a wait queue, a timer or a join */
 	ULT_EXITING,   /* called pthread_exit, still on its stack */
 	ULT_ZOMBIE,    /* off its stack; waiting to be joined */
-	ULT_FREE,      /* recycled into the TCB cache: a stale pthread_t */
 };
 
 #define PPL_KEY_INLINE 8   /* keys whose slots are in the TCB */
@@ -138,7 +139,6 @@ struct ult {
 	int ktid;                  /* foreign threads: the kernel thread id */
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
-	struct ult *all_next;      /* every TCB ever allocated (deadlock.c); set once */
 
 	/* cancellation (cancel.c, unwind.c); reset by tcb_get */
 	_Atomic int cancel;        /* CANCEL_* bits: written by the thread, and
