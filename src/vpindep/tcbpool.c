@@ -7,7 +7,7 @@
  * all its TCBs resident for good, and fork copies the page-table entry of
  * every resident page: 10,000 pooled TCBs (16 MB with their records) made
  * each fork ten times NPTL's.  So TCBs are carved here, a few to a group
- * of whole pages (three 1,216-byte TCBs to a 4 KiB page), and thread.c's
+ * of whole pages (four 1,024-byte TCBs to a 4 KiB page), and thread.c's
  * cache keeps only a bounded number of them; the others go cold.  When
  * every TCB of a group is cold, its pages are released (MADV_DONTNEED):
  * they read as zeros, state ULT_FREE, and neither RSS nor fork pays for

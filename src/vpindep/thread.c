@@ -159,6 +159,8 @@ static void tcb_put(struct ult *t)
 	spin_unlock(&cache_lock);
 	/* The C library's state it carried goes to the next block made. */
 	tls_libc_park(&t->tls_libc);
+	free(t->pin_vps);
+	t->pin_vps = NULL;
 	tcb_pool_cool(t);
 }
 
