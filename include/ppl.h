@@ -80,7 +80,8 @@ static inline int ppl_vpset_count(const ppl_vpset_t *s)
  * none does) until ppl_unpin: it runs on one of them, idle VPs of the set
  * may take it, the others leave it alone.  A set of one VP is ppl_pin.
  * ppl_migrate of th to a VP of its set moves it and keeps the set; to a
- * VP outside it pins th to that VP alone.  Errors as ppl_pin. */
+ * VP outside it pins th to that VP alone.  Errors as ppl_pin, and ENOMEM
+ * (the first set of a thread is allocated). */
 int ppl_pin_set(pthread_t th, const ppl_vpset_t *set);
 /* th's pin as a set (empty: not pinned); 0 or ESRCH. */
 int ppl_pinned_set(pthread_t th, ppl_vpset_t *set);

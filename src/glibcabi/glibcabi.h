@@ -53,13 +53,17 @@ size_t tls_block_room(void);
 void *tls_block_low(void);
 /* Make a block at the top of the stack [lo, lo + size): its thread pointer,
  * or NULL (out of memory).  *used: the bytes it takes from the top, which
- * the thread's frames must stay below.  *rec (may be NULL): the C library's
- * state of the TCB's previous block, installed in this one. */
-void *tls_block_in_stack(void *lo, size_t size, struct tls_libc *rec, size_t *used);
+ * the thread's frames must stay below.  *rec: the C library's state of the
+ * TCB's previous block, installed in this one; when it holds none, a
+ * parked record's is taken (and *rec becomes that record). */
+void *tls_block_in_stack(void *lo, size_t size, struct tls_libc **rec, size_t *used);
 /* The stack of tp's block is freed or given back to the application: move
  * the C library's state into *rec (made on first use), free the block's
  * DTV and dynamic TLS, and forget the block. */
 void tls_block_leave(void *tp, struct tls_libc **rec);
+/* A TCB that goes cold (tcbpool.c) parks its record (*rec, may be NULL)
+ * for the next block made without one; *rec becomes NULL. */
+void tls_libc_park(struct tls_libc **rec);
 /* Per-thread TLS: keep a pointer to the start of the DTV of the kernel
  * thread whose thread pointer is tp (NULL: the caller's), a VP's or the
  * monitor's, which glibc points into only at an offset: a leak checker

@@ -460,9 +460,30 @@ struct slot_header {
 };
 
 struct tls_libc {
+	struct tls_libc *next; /* in `parked` */
 	bool full;             /* holds a block's C library state */
 	char bytes[];          /* the C library module's static TLS */
 };
+
+/* Full records of TCBs that went cold, under blocks_lock: the malloc
+ * state they carry is never dropped, it goes to the next block made. */
+static struct tls_libc *parked;
+
+void tls_libc_park(struct tls_libc **rec)
+{
+	struct tls_libc *r = *rec;
+	*rec = NULL;
+	if (r == NULL)
+		return;
+	if (!r->full) {
+		free(r);
+		return;
+	}
+	spin_lock(&blocks_lock);
+	r->next = parked;
+	parked = r;
+	spin_unlock(&blocks_lock);
+}
 
 static void **slot_blocks;           /* live blocks in stacks, under blocks_lock */
 static size_t nslot, cap_slot;
@@ -487,7 +508,7 @@ static struct slot_header *header_of(char *tp)
 	return (struct slot_header *)(h & ~(uintptr_t)15);
 }
 
-void *tls_block_in_stack(void *lo, size_t size, struct tls_libc *rec, size_t *used)
+void *tls_block_in_stack(void *lo, size_t size, struct tls_libc **recp, size_t *used)
 {
 	uintptr_t top = (uintptr_t)lo + size;
 	char *tp = (char *)((top - L->sizeof_pthread) & ~(uintptr_t)(block_align() - 1));
@@ -507,7 +528,16 @@ void *tls_block_in_stack(void *lo, size_t size, struct tls_libc *rec, size_t *us
 	}
 	h->index = nslot;
 	slot_blocks[nslot++] = tp;
-	spin_unlock(&blocks_lock);
+	if ((*recp == NULL || !(*recp)->full) && parked != NULL) {
+		struct tls_libc *r = parked;
+		parked = r->next;
+		spin_unlock(&blocks_lock);
+		free(*recp);
+		*recp = r;
+	} else {
+		spin_unlock(&blocks_lock);
+	}
+	struct tls_libc *rec = *recp;
 	if (rec != NULL && rec->full) {
 		memcpy(tp - libc_off, rec->bytes, libc_size);
 		F(tp, resp_off, char *) = tp + L->res;   /* it pointed into the old block */

@@ -16,31 +16,13 @@
 #include "base.h"
 #include "monitor.h"
 #include "runtime.h"
+#include "tcbpool.h"
 #include "thread.h"
 #include "timer.h"
 #include "ult.h"
 #include "vproc.h"
 
 int ppl_env_deadlock PPL_HIDDEN = 1;
-
-/* Every TCB ever allocated: TCBs are pooled, never freed, so the list only
- * grows; pushes are lock-free and readers walk it without a lock.  Named
- * for tools/gdb/libppl.py, which lists the threads from it (and main_ult). */
-struct ult *_Atomic ppl_threads PPL_HIDDEN;
-
-struct ult *ult_all(void)
-{
-	return atomic_load_explicit(&ppl_threads, memory_order_acquire);
-}
-
-void deadlock_track(struct ult *t)
-{
-	struct ult *head = atomic_load_explicit(&ppl_threads, memory_order_relaxed);
-	do
-		t->all_next = head;
-	while (!atomic_compare_exchange_weak_explicit(&ppl_threads, &head, t, memory_order_release,
-						      memory_order_relaxed));
-}
 
 static bool live(struct ult *t)
 {
@@ -82,7 +64,7 @@ bool deadlock_snapshot(unsigned long *mark)
 	if (live(main_t) && !stuck(main_t))
 		return false;
 	int n = live(main_t) ? 1 : 0;
-	for (struct ult *t = atomic_load_explicit(&ppl_threads, memory_order_acquire); t; t = t->all_next) {
+	for (struct ult *t = tcb_pool_first(); t; t = tcb_pool_next(t)) {
 		if (!live(t))
 			continue;
 		if (!stuck(t))
@@ -126,7 +108,7 @@ void deadlock_report(void)
 	struct ult *main_t = &ppl_rt.main_ult;
 	if (live(main_t) && describe(buf, room, &len, main_t, first))
 		first = false;
-	for (struct ult *t = atomic_load_explicit(&ppl_threads, memory_order_acquire); t; t = t->all_next) {
+	for (struct ult *t = tcb_pool_first(); t; t = tcb_pool_next(t)) {
 		if (!live(t))
 			continue;
 		if (!describe(buf, room, &len, t, first))

@@ -26,7 +26,8 @@
 #include "ult.h"
 #include "vproc.h"
 
-struct runtime ppl_rt PPL_HIDDEN;
+/* The initial thread runs before ppl_init: not a free TCB (ULT_FREE is 0). */
+struct runtime ppl_rt PPL_HIDDEN = { .main_ult.state = ULT_RUNNING };
 
 #define VP0_IDLE_STACK (256 * 1024)
 

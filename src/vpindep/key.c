@@ -13,8 +13,12 @@
  *   so get/setspecific take no lock.  The keys table is read with atomic
  *   loads; a delete racing with another thread's access is the
  *   application's race, and is harmless here (the value is dropped).
+ * - Keys below PPL_KEY_INLINE have their slots in the TCB; the others are
+ *   in blocks listed by a directory, both allocated by the first non-NULL
+ *   value stored there (a TCB carries 8 slots, not 1024).
  * - key_run_destructors leaves every slot NULL and every on-demand block
- *   freed, so a recycled TCB starts empty and exits leak nothing. */
+ *   and directory freed, so a recycled TCB starts empty, exits leak
+ *   nothing, and a pooled TCB keeps nothing on the heap. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +33,8 @@ struct key {
 
 static struct key keys[PTHREAD_KEYS_MAX];
 
-_Static_assert(PTHREAD_KEYS_MAX == PPL_KEY_BLOCK * PPL_KEY_BLOCKS,
-	       "the slot blocks cover every key");
+_Static_assert(PTHREAD_KEYS_MAX <= PPL_KEY_INLINE + PPL_KEY_BLOCK * PPL_KEY_BLOCKS,
+	       "the inline slots and the blocks cover every key");
 
 static inline bool seq_in_use(uintptr_t seq)
 {
@@ -40,10 +44,30 @@ static inline bool seq_in_use(uintptr_t seq)
 /* The slot of key k in thread t, or NULL if its block was never allocated. */
 static inline struct key_slot *slot_of(struct ult *t, pthread_key_t k)
 {
-	if (k < PPL_KEY_BLOCK)
+	if (k < PPL_KEY_INLINE)
 		return &t->specific_1st[k];
+	if (t->specific == NULL)
+		return NULL;
+	k -= PPL_KEY_INLINE;
 	struct key_slot *blk = t->specific[k / PPL_KEY_BLOCK];
 	return blk ? &blk[k % PPL_KEY_BLOCK] : NULL;
+}
+
+/* The slot of key k >= PPL_KEY_INLINE in the caller, its directory and
+ * block allocated now if need be; NULL when out of memory. */
+static struct key_slot *slot_make(struct ult *self, pthread_key_t k)
+{
+	if (self->specific == NULL) {
+		self->specific = calloc(PPL_KEY_BLOCKS, sizeof *self->specific);
+		if (self->specific == NULL)
+			return NULL;
+		self->specific_used = true;   /* key_run_destructors frees it */
+	}
+	k -= PPL_KEY_INLINE;
+	struct key_slot **blk = &self->specific[k / PPL_KEY_BLOCK];
+	if (*blk == NULL && (*blk = calloc(PPL_KEY_BLOCK, sizeof **blk)) == NULL)
+		return NULL;
+	return &(*blk)[k % PPL_KEY_BLOCK];
 }
 
 int ppl_pthread_key_create(pthread_key_t *out, void (*destr)(void *))
@@ -109,11 +133,8 @@ int ppl_pthread_setspecific(pthread_key_t k, const void *v)
 	if (s == NULL) {
 		if (v == NULL)   /* an absent block already reads NULL */
 			return 0;
-		struct key_slot *blk = calloc(PPL_KEY_BLOCK, sizeof *blk);
-		if (blk == NULL)
+		if ((s = slot_make(self, k)) == NULL)
 			return ENOMEM;
-		self->specific[k / PPL_KEY_BLOCK] = blk;
-		s = &blk[k % PPL_KEY_BLOCK];
 	}
 	s->seq = seq;
 	s->value = (void *)v;
@@ -127,17 +148,31 @@ int ppl_pthread_setspecific(pthread_key_t k, const void *v)
  * this pass or the next. */
 static void destructor_pass(struct ult *t)
 {
-	for (size_t b = 0; b < PPL_KEY_BLOCKS; b++) {
-		/* Destructors may allocate blocks, never free them. */
-		struct key_slot *blk = b == 0 ? t->specific_1st : t->specific[b];
+	for (size_t b = 0; b <= PPL_KEY_BLOCKS; b++) {
+		/* Destructors may allocate the directory and blocks, never free
+		 * them: read both again for every block. */
+		struct key_slot *blk;
+		size_t n, first;
+		if (b == 0) {
+			blk = t->specific_1st;
+			n = PPL_KEY_INLINE;
+			first = 0;
+		} else {
+			if (t->specific == NULL)
+				break;
+			blk = t->specific[b - 1];
+			first = PPL_KEY_INLINE + (b - 1) * PPL_KEY_BLOCK;
+			n = PTHREAD_KEYS_MAX - first < PPL_KEY_BLOCK ? PTHREAD_KEYS_MAX - first
+								      : PPL_KEY_BLOCK;
+		}
 		if (blk == NULL)
 			continue;
-		for (size_t i = 0; i < PPL_KEY_BLOCK; i++) {
+		for (size_t i = 0; i < n; i++) {
 			void *v = blk[i].value;
 			if (v == NULL)
 				continue;
 			blk[i].value = NULL;
-			size_t k = b * PPL_KEY_BLOCK + i;
+			size_t k = first + i;
 			if (blk[i].seq != atomic_load_explicit(&keys[k].seq, memory_order_acquire))
 				continue;
 			void (*d)(void *) = atomic_load_explicit(&keys[k].destr,
@@ -163,9 +198,11 @@ void key_run_destructors(struct ult *t)
 	/* Values stored by destructors in the last round are dropped, as POSIX
 	 * allows after PTHREAD_DESTRUCTOR_ITERATIONS rounds. */
 	memset(t->specific_1st, 0, sizeof t->specific_1st);
-	for (size_t b = 1; b < PPL_KEY_BLOCKS; b++) {
-		free(t->specific[b]);
-		t->specific[b] = NULL;
+	if (t->specific != NULL) {
+		for (size_t b = 0; b < PPL_KEY_BLOCKS; b++)
+			free(t->specific[b]);
+		free(t->specific);
+		t->specific = NULL;
 	}
 	t->specific_used = false;
 }

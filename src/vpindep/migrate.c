@@ -22,12 +22,13 @@
  * thread that yields on a VP of its set adopts that VP as its home there
  * (sched_home_here) instead of going back, so the usual path never looks
  * at the set. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "pthread_impl.h"
 #include "ppl.h"
 
-_Static_assert(sizeof(((struct ult *)0)->pin_vps) == sizeof(ppl_vpset_t),
+_Static_assert(PPL_PIN_WORDS * sizeof(unsigned long) == sizeof(ppl_vpset_t),
 	       "ult.h's pin_vps is a ppl_vpset_t");
 _Static_assert(PPL_VPSET_SIZE >= PPL_MAX_VPS, "a VP set holds every VP id");
 
@@ -225,13 +226,23 @@ PPL_API int ppl_pin_set(pthread_t th, const ppl_vpset_t *set)
 	int err = movable(t);
 	if (err)
 		return err;
+	/* The TCB's set, made once (outside its lock) and kept with it. */
+	unsigned long *fresh = NULL;
+	if (__atomic_load_n(&t->pin_vps, __ATOMIC_ACQUIRE) == NULL &&
+	    (fresh = malloc(sizeof(ppl_vpset_t))) == NULL)
+		return ENOMEM;
 	spin_lock(&t->lock);
-	memcpy(t->pin_vps, set, sizeof t->pin_vps);
+	if (t->pin_vps == NULL) {
+		__atomic_store_n(&t->pin_vps, fresh, __ATOMIC_RELEASE);
+		fresh = NULL;
+	}
+	memcpy(t->pin_vps, set, sizeof(ppl_vpset_t));
 	t->pin_set = n > 1;
 	t->pin = v;
 	t->migrating = false;
 	settle(t);
 	spin_unlock(&t->lock);
+	free(fresh);   /* another ppl_pin_set made it first */
 	move_to_pin(t);
 	return 0;
 }

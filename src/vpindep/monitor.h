@@ -62,8 +62,6 @@ void monitor_reclaim(struct vproc *v);
 /* deadlock.c: 0 (off), 1 (warn), 2 (abort), from PPL_DEADLOCK */
 extern int ppl_env_deadlock PPL_HIDDEN;
 
-/* Record a TCB allocated by tcb_get (the deadlock check walks them all). */
-void deadlock_track(struct ult *t);
 /* Does the process look deadlocked?  *mark counts its progress so far (two
  * looks with equal marks saw nothing run in between). */
 bool deadlock_snapshot(unsigned long *mark);

@@ -46,6 +46,7 @@
 #include "runtime.h"
 #include "scheduler.h"
 #include "sig.h"
+#include "tcbpool.h"
 #include "thread.h"
 #include "ult.h"
 #include "vproc.h"
@@ -153,7 +154,7 @@ static struct ult *choose(uint64_t b, struct ult *here)
 	if (here != NULL && takes(here, b))
 		return here;
 	struct ult *fallback = NULL;
-	for (struct ult *t = ult_all(); t != NULL; t = t->all_next) {
+	for (struct ult *t = tcb_pool_first(); t != NULL; t = tcb_pool_next(t)) {
 		if (!takes(t, b))
 			continue;
 		if (!stuck(t))

@@ -5,7 +5,9 @@
  * context once the thread is off its stack; only then may a joiner (or, for
  * a detached thread, ult_exited itself) recycle stack and TCB.  `lock`
  * orders the exit against join and detach.  TCBs are pooled, never freed,
- * so a stale pthread_t still points at a TCB (state FREE gives ESRCH). */
+ * so a stale pthread_t still points at a TCB (state FREE gives ESRCH): the
+ * cache keeps those with a stack (to a bound) and a few without, and the
+ * others go cold in tcbpool.c, whose pages then go back to the kernel. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include "scheduler.h"
 #include "sig.h"
 #include "stack.h"
+#include "tcbpool.h"
 #include "thread.h"
 #include "timer.h"
 #include "ult.h"
@@ -39,10 +42,14 @@
  * stack of 2 MiB or more (its top and its guard): 256 stacks of 8 MiB
  * kept (the bound before) made a fork 2 ms dearer.  See stack.c. */
 #define STACK_CACHE_BYTES (40UL << 20)
+/* Cached TCBs without a stack, at most: the others go cold (tcbpool.c),
+ * so that a burst of threads leaves no TCB pages for fork to copy. */
+#define BARE_CACHE 64
 
 static spin_t cache_lock;
 static struct ult *cache;          /* recycled TCBs, each maybe with its stack */
 static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks */
+static size_t cache_bare;          /* cached TCBs without a stack */
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
 
 static struct ult *tcb_get(void)
@@ -52,14 +59,14 @@ static struct ult *tcb_get(void)
 	if (t) {
 		cache = t->cache_next;
 		cache_room += t->stack.size;   /* 0 without a stack */
+		cache_bare -= t->stack.size == 0;
 	}
 	spin_unlock(&cache_lock);
 	if (t == NULL) {
-		t = aligned_alloc(64, (sizeof *t + 63) & ~(size_t)63);
+		t = tcb_pool_take();
 		if (t == NULL)
 			return NULL;
 		memset(t, 0, sizeof *t);
-		deadlock_track(t);
 	}
 
 	/* Reset everything but the pooled stack and the key blocks. */
@@ -129,7 +136,7 @@ static void tcb_put(struct ult *t)
 {
 	atomic_store_explicit(&t->state, ULT_FREE, memory_order_release);
 	spin_lock(&cache_lock);
-	if (t->stack.size <= cache_room) {
+	if (t->stack.size != 0 && t->stack.size <= cache_room) {
 		t->cache_next = cache;
 		cache = t;
 		cache_room -= t->stack.size;
@@ -137,12 +144,25 @@ static void tcb_put(struct ult *t)
 		return;
 	}
 	spin_unlock(&cache_lock);
-	/* Cache full: the stack goes back to its arena; the TCB stays pooled. */
-	stack_release(t);
+	/* Cache full: the stack goes back to its arena. */
+	if (t->stack.size != 0)
+		stack_release(t);
+	/* A few bare TCBs stay cached; one with a TLS block of its own (the
+	 * ldt method's, below 4 GiB) always does: the block goes with it. */
 	spin_lock(&cache_lock);
-	t->cache_next = cache;
-	cache = t;
+	if (t->tls != NULL || cache_bare < BARE_CACHE) {
+		t->cache_next = cache;
+		cache = t;
+		cache_bare++;
+		spin_unlock(&cache_lock);
+		return;
+	}
 	spin_unlock(&cache_lock);
+	/* The C library's state it carried goes to the next block made. */
+	tls_libc_park(&t->tls_libc);
+	free(t->pin_vps);
+	t->pin_vps = NULL;
+	tcb_pool_cool(t);
 }
 
 void ult_recycle(struct ult *t)
@@ -162,8 +182,10 @@ static void tcb_cache_release_stacks(void)
 {
 	spin_lock(&cache_lock);
 	for (struct ult *t = cache; t != NULL; t = t->cache_next)
-		if (t->stack.lo != NULL && !t->stack.user)
+		if (t->stack.lo != NULL && !t->stack.user) {
 			stack_release(t);
+			cache_bare++;
+		}
 	cache_room = STACK_CACHE_BYTES;
 	spin_unlock(&cache_lock);
 }
@@ -172,10 +194,13 @@ static void tcb_cache_release_stacks(void)
  * thread holds cache_lock across fork (fork.c). */
 void ult_cache_atfork(enum fork_phase ph)
 {
-	if (ph == FORK_PREPARE)
+	if (ph == FORK_PREPARE) {
 		spin_lock(&cache_lock);
-	else
+		tcb_pool_atfork(ph);
+	} else {
+		tcb_pool_atfork(ph);
 		spin_unlock(&cache_lock);
+	}
 }
 
 /* ---- foreign kernel threads -------------------------------------------------- */
@@ -349,7 +374,7 @@ static int give_tls(struct ult *t)
 		t->tls_room = 0;
 		return 0;
 	}
-	t->tls = tls_block_in_stack(t->stack.lo, t->stack.size, t->tls_libc, &t->tls_room);
+	t->tls = tls_block_in_stack(t->stack.lo, t->stack.size, &t->tls_libc, &t->tls_room);
 	if (t->tls == NULL)
 		return EAGAIN;
 	t->tls_in_stack = true;

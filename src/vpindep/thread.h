@@ -21,8 +21,6 @@ struct ult *ult_exit_joiner(struct ult *t);
 bool ult_stale(struct ult *t);
 /* The initial thread's nice value, from its kernel thread (nice.c). */
 void nice_init(struct ult *m);
-/* The first of every TCB ever allocated, linked by all_next (deadlock.c). */
-struct ult *ult_all(void);
 
 /* What gettid() returns to t: the process id for the initial thread, its
  * own kernel thread's id, or an id above every kernel id (threadid.c). */

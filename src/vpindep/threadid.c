@@ -20,6 +20,7 @@
 #include "runtime.h"
 #include "schedparam.h"
 #include "scheduler.h"
+#include "tcbpool.h"
 #include "thread.h"
 #include "ult.h"
 #include "ppl.h"
@@ -83,7 +84,7 @@ struct ult *tid_thread(pid_t id)
 	if (id < 0)
 		return NULL;
 	bool virt = tid_is_virtual(id);
-	for (struct ult *t = ult_all(); t; t = t->all_next) {
+	for (struct ult *t = tcb_pool_first(); t; t = tcb_pool_next(t)) {
 		if (!live(t))
 			continue;
 		if (virt ? own_kthread(t) == 0 && !t->is_main && vtid_of(t) == id

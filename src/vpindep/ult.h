@@ -10,20 +10,25 @@
 /* ---- thread control block --------------------------------------------------- */
 
 enum ult_state {
+	ULT_FREE,      /* recycled into the TCB cache, or cold (tcbpool.c): a
+			* stale pthread_t.  0: a released TCB reads as zeros */
 	ULT_RUNNING,   /* on a VP, or a foreign kernel thread executing */
 	ULT_READY,     /* on a run queue */
 	ULT_BLOCKED,   /* parked on a wait queue, a timer or a join */
 	ULT_EXITING,   /* called pthread_exit, still on its stack */
 	ULT_ZOMBIE,    /* off its stack; waiting to be joined */
-	ULT_FREE,      /* recycled into the TCB cache: a stale pthread_t */
 };
 
-#define PPL_KEY_BLOCK 32
+#define PPL_KEY_INLINE 8   /* keys whose slots are in the TCB */
+#define PPL_KEY_BLOCK 32   /* slots per block of the others */
+#define PPL_KEY_BLOCKS ((PTHREAD_KEYS_MAX - PPL_KEY_INLINE + PPL_KEY_BLOCK - 1) / PPL_KEY_BLOCK)
 #define PPL_PRIO_HELD 8    /* PI/PP mutexes a thread holds with effect */
-#define PPL_KEY_BLOCKS (PTHREAD_KEYS_MAX / PPL_KEY_BLOCK)
+#define PPL_PIN_WORDS (1024 / (8 * sizeof(unsigned long)))
 
 struct cpus;   /* an interned CPU set (affinity.c) */
 
+/* 1,024 bytes on x86_64, four to a page of tcbpool.c's chunks: a field
+ * added beyond that makes it three (a third more memory per thread). */
 struct ult {
 	struct ctx ctx;            /* saved machine context while not running */
 	struct ult *next;          /* run-queue or wait-queue link (one at a time) */
@@ -51,19 +56,24 @@ struct ult {
 				    * resumed on yet (sched_migrate_arrived) */
 	bool pin_set;              /* pinned to pin_vps (read only while pin is set,
 				    * so a new thread need not reset it) */
+	bool tls_in_stack;
+	bool tls_used;             /* the block has run a thread before */
+	bool specific_used;        /* a value was stored since the last clear */
+	bool inherit_sched;
 	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
 	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
+	_Atomic bool async_owed;   /* an asynchronous request the monitor watches
+				    * until the thread acts or exits (cancel.c);
+				    * here, in a hole, to keep the TCB 1,024 bytes */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: its glibc block (thread pointer):
 				    * at its stack's top (tls_in_stack), going with the
 				    * stack, or below 4 GiB (ldt), pooled with the TCB */
-	bool tls_in_stack;
 	size_t tls_room;           /* bytes the block takes at the stack's top */
 	struct tls_libc *tls_libc; /* the C library's state between two blocks */
 	unsigned tls_sel;          /* its %fs selector (ldt switch method), or 0 */
 	unsigned tls_countdown;    /* entries into its block until the block gets an
 				    * LDT entry; 0: nothing to do (ult_tls_entered) */
-	bool tls_used;             /* the block has run a thread before */
 
 	void *(*start)(void *);
 	void *arg;
@@ -85,8 +95,6 @@ struct ult {
 				    * and SCHED_RR, 0 otherwise (runq.h orders by it),
 				    * or a PI/PP boost above it (mutex_prio.c) */
 	int kclass;                /* its VP's kernel class while it runs (ult_kclass) */
-	bool inherit_sched;
-	int nice;                  /* its nice value (nice.c), inherited at create */
 	/* Its CPU set (affinity.c; interned, NULL: the process's), and the
 	 * set its VP's kernel thread must have while it runs (NULL: the
 	 * process's, for a set that holds every CPU of the process). */
@@ -104,17 +112,18 @@ struct ult {
 	struct timer timer;
 
 	/* thread-specific data (key.c), touched only by the thread itself: keys
-	 * 0..31 inline, block b (keys 32b..32b+31, b >= 1) calloc'd by the first
-	 * pthread_setspecific of a non-NULL value there; specific[0] is unused.
+	 * 0..PPL_KEY_INLINE-1 inline (programs use a few keys, from 0 up);
+	 * the others in blocks of PPL_KEY_BLOCK, listed in a directory, both
+	 * calloc'd by the first pthread_setspecific of a non-NULL value there.
 	 * A slot's value counts only while its seq equals the key's, so a
 	 * deleted and re-created key reads NULL.  key_run_destructors clears
-	 * the slots and frees the blocks, so a recycled TCB starts empty. */
+	 * the slots and frees the blocks and the directory, so a recycled TCB
+	 * starts empty and a pooled TCB keeps nothing on the heap. */
 	struct key_slot {
 		uintptr_t seq;
 		void *value;
-	} specific_1st[PPL_KEY_BLOCK];
-	struct key_slot *specific[PPL_KEY_BLOCKS];
-	bool specific_used;        /* a value was stored since the last clear */
+	} specific_1st[PPL_KEY_INLINE];
+	struct key_slot **specific; /* NULL, or PPL_KEY_BLOCKS blocks (each maybe NULL) */
 
 	/* signals (signal.c) */
 	uint64_t sigmask;          /* blocked set (bit sig-1); the thread's own, written
@@ -131,20 +140,19 @@ struct ult {
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
 	int64_t cpu_since;         /* its kernel thread's CPU time at switch-in, or 0 */
 	int cpu_clock;             /* its clock's slot + 1, or 0 (cpuclock.c) */
-	_Atomic int64_t cputimer_due; /* CPU time its first CPU-time timer is due, or 0 (cputimer.c) */
 	int ktid;                  /* foreign threads: the kernel thread id */
+	_Atomic int64_t cputimer_due; /* CPU time its first CPU-time timer is due, or 0 (cputimer.c) */
 
 	struct ult *cache_next;    /* free-list link in the TCB cache */
-	struct ult *all_next;      /* every TCB ever allocated (deadlock.c); set once */
 
 	/* cancellation (cancel.c, unwind.c); reset by tcb_get */
 	_Atomic int cancel;        /* CANCEL_* bits: written by the thread, and
 				    * CANCEL_PENDING by pthread_cancel (seq_cst) */
+	int nice;                  /* its nice value (nice.c), inherited at create */
 	_Atomic(spin_t *) park_lock; /* lock of the queue of the last park; with
 				    * wait_q != NULL, under that lock, t is parked there */
 	int park_flags;            /* PARK_* of that park (under park_lock) */
-	_Atomic bool async_owed;   /* an asynchronous request the monitor watches
-				    * until the thread acts or exits (cancel.c) */
+	int prio_nheld;            /* entries of prio_held (mutex_prio.c, below) */
 	struct vproc *_Atomic cp_vp; /* VP whose kernel thread runs its cancellable
 				    * system call, or NULL (cancel.c) */
 	/* process-shared waits (parklot.c) */
@@ -157,22 +165,23 @@ struct ult {
 	struct _pthread_cleanup_buffer *cleanup;  /* _pthread_cleanup_push list */
 	void *cleanup_jmp;         /* __pthread_register_cancel list (unwind.c) */
 	void *landing;             /* ult_entry's jmp_buf: where an unwind ends */
+	/* ppl_pin_set's VPs (a ppl_vpset_t, PPL_PIN_WORDS words), valid while
+	 * pin_set (migrate.c): malloc'd by the first ppl_pin_set on the TCB and
+	 * kept with it until it goes cold (tcbpool.c), so a TCB is 128 bytes
+	 * smaller, four to a page */
+	unsigned long *pin_vps;
 	__pthread_unwind_buf_t libc_unwind; /* where glibc's unwinder goes (tls.h) */
-	_Alignas(16) unsigned char unwind_exc[64]; /* struct _Unwind_Exception of
-				    * the unwind in progress: off the stack, which
-				    * the landing pads reuse */
 	unsigned fork_gen;         /* ppl_rt.fork_gen when made: an older one is a
 				    * thread of the parent, absent in a forked child */
 	unsigned robust_held;      /* robust mutexes it holds (mutex_robust.c); 0 at exit */
+	_Alignas(16) unsigned char unwind_exc[64]; /* struct _Unwind_Exception of
+				    * the unwind in progress: off the stack, which
+				    * the landing pads reuse */
 	/* priority protocols (mutex_prio.c), under its prio_lock */
 	void *prio_held[PPL_PRIO_HELD]; /* PI and PP mutexes it holds */
 	int prio_ceil[PPL_PRIO_HELD];   /* their ceilings, -1 for PI */
-	int prio_nheld;
 	void *prio_wait;           /* PI mutex it waits for, or NULL */
 	struct ult *prio_next;     /* list of threads with prio_nheld > 0 */
-	/* ppl_pin_set's VPs (a ppl_vpset_t), valid while pin_set (migrate.c);
-	 * last, so that the hot fields keep their offsets */
-	unsigned long pin_vps[1024 / (8 * sizeof(unsigned long))];
 };
 
 /* struct ult's `cancel` word */

@@ -181,6 +181,48 @@ static void test_setconcurrency(void **state)
 	assert_int_equal(pthread_getconcurrency(), 0);
 }
 
+static pthread_mutex_t burst_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t burst_c = PTHREAD_COND_INITIALIZER;
+static int burst_go;
+
+static void *burst_waiter(void *arg)
+{
+	pthread_mutex_lock(&burst_m);
+	while (!burst_go)
+		pthread_cond_wait(&burst_c, &burst_m);
+	pthread_mutex_unlock(&burst_m);
+	return arg;
+}
+
+/* A burst of threads alive at once, then joined: the TCB cache keeps a
+ * bounded number and the others go cold, their pages back to the kernel
+ * (tcbpool.c).  Every stale pthread_t still names a TCB that says it is
+ * gone, and the TCBs are taken again by the next burst. */
+static void test_stale_after_burst(void **state)
+{
+	enum { N = 1000 };
+	static pthread_t t[N];
+	for (int round = 0; round < 2; round++) {
+		burst_go = 0;
+		for (int i = 0; i < N; i++)
+			assert_int_equal(pthread_create(&t[i], NULL, burst_waiter, NULL), 0);
+		for (int i = 0; i < N; i++)
+			assert_true(ppl_thread_serial(t[i]) != 0);
+		pthread_mutex_lock(&burst_m);
+		burst_go = 1;
+		pthread_cond_broadcast(&burst_c);
+		pthread_mutex_unlock(&burst_m);
+		for (int i = 0; i < N; i++)
+			assert_int_equal(pthread_join(t[i], NULL), 0);
+		for (int i = 0; i < N; i++) {
+			assert_int_equal(ppl_thread_serial(t[i]), 0);
+			assert_int_equal(pthread_kill(t[i], 0), ESRCH);
+			assert_int_equal(pthread_join(t[i], NULL), ESRCH);
+			assert_int_equal(pthread_detach(t[i]), ESRCH);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_foreign_kernel_thread),
 		cmocka_unit_test(test_scope_system),
 		cmocka_unit_test(test_setconcurrency),
+		cmocka_unit_test(test_stale_after_burst),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #
 # gdb loads it from libppl.so's .debug_gdb_scripts section (src/preload/
 # gdb_script.py embeds it) or from its auto-load directory.  It needs
-# libppl's debug information (struct ult, ppl_rt, ppl_threads).  A parked
+# libppl's debug information (struct ult, ppl_rt, ppl_tcb_pool).  A parked
 # thread's frames come from a Python unwinder that makes frame #0's caller
 # the saved context, so it works on a core file too, where registers
 # cannot be written.  docs/debugging.md shows it in use.
@@ -19,9 +19,9 @@ import time
 import gdb
 from gdb.unwinder import Unwinder
 
-# enum ult_state in src/vpindep/pthread_impl.h, in order
-_STATES = ["running", "ready", "blocked", "exiting", "zombie", "free"]
-_RUNNING, _READY, _BLOCKED, _EXITING, _ZOMBIE, _FREE = range(6)
+# enum ult_state in src/vpindep/ult.h, in order
+_STATES = ["free", "running", "ready", "blocked", "exiting", "zombie"]
+_FREE, _RUNNING, _READY, _BLOCKED, _EXITING, _ZOMBIE = range(6)
 
 # x86_64, src/vpdep/arch/x86_64/context.S: the frame at ctx.sp
 _X86_FRAME = [("r15", 0x08), ("r14", 0x10), ("r13", 0x18), ("r12", 0x20),
@@ -42,15 +42,28 @@ def _word(addr):
     return int(gdb.Value(addr).cast(ptr).dereference())
 
 
+def _pool_tcbs():
+    """Every carved TCB of src/vpindep/tcbpool.c, skipping released groups."""
+    pool = gdb.parse_and_eval("ppl_tcb_pool")
+    ult_p = gdb.lookup_type("struct ult").pointer()
+    stride, per_group = int(pool["stride"]), int(pool["per_group"])
+    group_bytes, meta = int(pool["group_bytes"]), int(pool["meta_bytes"])
+    for ci in range(int(pool["nchunks"])):
+        c = pool["chunk"][ci]
+        base = _u64(c)
+        for k in range(int(c["carved"])):
+            if bool(c["g"][k // per_group]["released"]):
+                continue
+            addr = base + meta + (k // per_group) * group_bytes + (k % per_group) * stride
+            yield gdb.Value(addr).cast(ult_p)
+
+
 def _threads():
-    """The live TCBs: main, then ppl_threads (newest first)."""
+    """The live TCBs: main, then the pool's (oldest first)."""
     rt = gdb.parse_and_eval("ppl_rt")
     gen = int(rt["fork_gen"])
     out = [rt["main_ult"].address]
-    t = gdb.parse_and_eval("ppl_threads")
-    while _u64(t) != 0:
-        out.append(t)
-        t = t["all_next"]
+    out.extend(_pool_tcbs())
     live = []
     for t in out:
         st = int(t["state"])

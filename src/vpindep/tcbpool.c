@@ -1,0 +1,207 @@
+/* TCB memory: chunks of libppl's own, never unmapped, whose unneeded
+ * pages go back to the kernel.
+ *
+ * A TCB is never freed: a stale pthread_t must still read as a TCB (state
+ * ULT_FREE gives ESRCH), and sigroute.c, threadid.c and deadlock.c visit
+ * every TCB there ever was.  On the heap, though, a burst of threads left
+ * all its TCBs resident for good, and fork copies the page-table entry of
+ * every resident page: 10,000 pooled TCBs (16 MB with their records) made
+ * each fork ten times NPTL's.  So TCBs are carved here, a few to a group
+ * of whole pages (four 1,024-byte TCBs to a 4 KiB page), and thread.c's
+ * cache keeps only a bounded number of them; the others go cold.  When
+ * every TCB of a group is cold, its pages are released (MADV_DONTNEED):
+ * they read as zeros, state ULT_FREE, and neither RSS nor fork pays for
+ * them.  A cold TCB is taken again before a new one is carved.
+ *
+ * Each chunk is aligned to its size, and its first pages hold the records
+ * of its groups, which are never released: a TCB finds its group by its
+ * address, and the walkers skip released groups without touching their
+ * pages (a read would map the zero page and its page table again). */
+#include <stdint.h>
+#include <string.h>
+
+#include "tcbpool.h"
+#include "ult.h"
+
+#define CHUNK_BYTES (2UL << 20)    /* a page table's reach */
+#define MAX_CHUNKS 16384           /* 32 GiB of TCBs: 26 million */
+
+struct tcb_group {
+	uint32_t cold;             /* bit i: its TCB i is cold (under lock) */
+	_Atomic bool released;     /* its pages went back (read lock-free) */
+	bool queued;               /* on the list of groups with a cold TCB */
+	int32_t next;              /* next such group (chunk * per_chunk + index), or -1 */
+};
+
+struct tcb_chunk {
+	uint32_t index;            /* in the table */
+	_Atomic uint32_t carved;   /* TCBs carved, in address order */
+	struct tcb_group g[];
+};
+
+/* Named for tools/gdb/libppl.py, which walks it. */
+struct tcb_pool {
+	size_t stride;             /* bytes per TCB (a multiple of 64) */
+	size_t per_group;          /* TCBs per group */
+	size_t group_bytes;        /* whole pages */
+	size_t meta_bytes;         /* the chunk's records, whole pages */
+	size_t per_chunk;          /* groups per chunk */
+	struct tcb_chunk *_Atomic chunk[MAX_CHUNKS];
+	_Atomic uint32_t nchunks;
+};
+struct tcb_pool ppl_tcb_pool PPL_HIDDEN;
+#define P ppl_tcb_pool
+
+/* LeakSanitizer scans the heap and the globals, not libppl's mappings: the
+ * chunks hold the only pointers to what TCBs own (key blocks, the records
+ * of the C library's state), so they are its roots when it runs. */
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+
+#if defined(__x86_64__)
+/* Four TCBs to a 4 KiB page; a field more goes in a hole of ult.h. */
+_Static_assert(sizeof(struct ult) <= 1024, "struct ult grew past a quarter page");
+#endif
+
+static spin_t lock;
+static int32_t cold_head = -1;     /* groups with a cold TCB, under lock */
+
+static void geometry(void)
+{
+	size_t page = stack_page_size();
+	P.stride = (sizeof(struct ult) + 63) & ~(size_t)63;
+	P.group_bytes = (P.stride + page - 1) / page * page;
+	P.per_group = P.group_bytes / P.stride;
+	if (P.per_group > 32)
+		P.per_group = 32;          /* the bits of `cold` */
+	size_t groups = CHUNK_BYTES / P.group_bytes;
+	P.meta_bytes = (sizeof(struct tcb_chunk) + groups * sizeof(struct tcb_group) + page - 1) /
+		       page * page;
+	P.per_chunk = (CHUNK_BYTES - P.meta_bytes) / P.group_bytes;
+}
+
+static char *tcb_at(struct tcb_chunk *c, size_t g, size_t i)
+{
+	return (char *)c + P.meta_bytes + g * P.group_bytes + i * P.stride;
+}
+
+/* A new chunk, aligned to its size; caller holds lock.  NULL: no memory. */
+static struct tcb_chunk *chunk_new(void)
+{
+	uint32_t n = atomic_load_explicit(&P.nchunks, memory_order_relaxed);
+	if (n == MAX_CHUNKS)
+		return NULL;
+	char *m = vp_stack_map(2 * CHUNK_BYTES);
+	if (m == NULL)
+		return NULL;
+	char *a = (char *)(((uintptr_t)m + CHUNK_BYTES - 1) & ~(uintptr_t)(CHUNK_BYTES - 1));
+	if (a > m)
+		vp_stack_unmap(m, (size_t)(a - m));
+	if (a + CHUNK_BYTES < m + 2 * CHUNK_BYTES)
+		vp_stack_unmap(a + CHUNK_BYTES, (size_t)(m + 2 * CHUNK_BYTES - (a + CHUNK_BYTES)));
+	struct tcb_chunk *c = (struct tcb_chunk *)a;   /* zeroed: nothing carved, no group cold */
+	c->index = n;
+	if (__lsan_register_root_region)
+		__lsan_register_root_region(c, CHUNK_BYTES);
+	atomic_store_explicit(&P.chunk[n], c, memory_order_relaxed);
+	atomic_store_explicit(&P.nchunks, n + 1, memory_order_release);
+	return c;
+}
+
+struct ult *tcb_pool_take(void)
+{
+	spin_lock(&lock);
+	if (P.stride == 0)
+		geometry();
+	if (cold_head >= 0) {
+		struct tcb_chunk *c = P.chunk[cold_head / (int32_t)P.per_chunk];
+		size_t gi = (size_t)cold_head % P.per_chunk;
+		struct tcb_group *g = &c->g[gi];
+		int i = __builtin_ctz(g->cold);
+		g->cold &= ~(1u << i);
+		if (g->cold == 0) {
+			cold_head = g->next;
+			g->queued = false;
+		}
+		/* Its pages come back, zeroed, as it is written. */
+		atomic_store_explicit(&g->released, false, memory_order_relaxed);
+		spin_unlock(&lock);
+		return (struct ult *)tcb_at(c, gi, (size_t)i);
+	}
+	uint32_t n = atomic_load_explicit(&P.nchunks, memory_order_relaxed);
+	struct tcb_chunk *c = n ? P.chunk[n - 1] : NULL;
+	uint32_t k = c ? atomic_load_explicit(&c->carved, memory_order_relaxed) : 0;
+	if (c == NULL || k == P.per_chunk * P.per_group) {
+		if ((c = chunk_new()) == NULL) {
+			spin_unlock(&lock);
+			return NULL;
+		}
+		k = 0;
+	}
+	/* Published before it is written: zeros read as ULT_FREE. */
+	atomic_store_explicit(&c->carved, k + 1, memory_order_release);
+	spin_unlock(&lock);
+	return (struct ult *)tcb_at(c, k / P.per_group, k % P.per_group);
+}
+
+void tcb_pool_cool(struct ult *t)
+{
+	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(CHUNK_BYTES - 1));
+	size_t off = (size_t)((char *)t - (char *)c) - P.meta_bytes;
+	size_t gi = off / P.group_bytes, i = off % P.group_bytes / P.stride;
+	struct tcb_group *g = &c->g[gi];
+	spin_lock(&lock);
+	g->cold |= 1u << i;
+	if (!g->queued) {
+		g->next = cold_head;
+		cold_head = (int32_t)(c->index * P.per_chunk + gi);
+		g->queued = true;
+	}
+	/* A group of the newest chunk may not be carved whole yet: it is
+	 * released only once all its TCBs exist and are cold. */
+	bool whole = (gi + 1) * P.per_group <= atomic_load_explicit(&c->carved, memory_order_relaxed);
+	if (whole && g->cold == (P.per_group == 32 ? ~0u : (1u << P.per_group) - 1)) {
+		atomic_store_explicit(&g->released, true, memory_order_relaxed);
+		vp_stack_release(tcb_at(c, gi, 0), P.group_bytes);
+	}
+	spin_unlock(&lock);
+}
+
+/* The TCB after position (ci, k), skipping released groups, or NULL. */
+static struct ult *walk_from(uint32_t ci, size_t k)
+{
+	uint32_t n = atomic_load_explicit(&P.nchunks, memory_order_acquire);
+	for (; ci < n; ci++, k = 0) {
+		struct tcb_chunk *c = atomic_load_explicit(&P.chunk[ci], memory_order_relaxed);
+		size_t carved = atomic_load_explicit(&c->carved, memory_order_acquire);
+		for (; k < carved; k++) {
+			struct tcb_group *g = &c->g[k / P.per_group];
+			if (atomic_load_explicit(&g->released, memory_order_relaxed)) {
+				k = (k / P.per_group + 1) * P.per_group - 1;
+				continue;
+			}
+			return (struct ult *)tcb_at(c, k / P.per_group, k % P.per_group);
+		}
+	}
+	return NULL;
+}
+
+struct ult *tcb_pool_first(void)
+{
+	return walk_from(0, 0);
+}
+
+struct ult *tcb_pool_next(struct ult *t)
+{
+	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(CHUNK_BYTES - 1));
+	size_t off = (size_t)((char *)t - (char *)c) - P.meta_bytes;
+	size_t k = off / P.group_bytes * P.per_group + off % P.group_bytes / P.stride;
+	return walk_from(c->index, k + 1);
+}
+
+void tcb_pool_atfork(enum fork_phase ph)
+{
+	if (ph == FORK_PREPARE)
+		spin_lock(&lock);
+	else
+		spin_unlock(&lock);
+}
