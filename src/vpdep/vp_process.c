@@ -10,8 +10,9 @@
  *   initial process (made with the C library's pthread_create), on
  *   request.  It is their parent (the kernel's real_parent), so
  *   PR_SET_PDEATHSIG(SIGKILL), which fires when the parent *thread* ends,
- *   ends every VP process exactly when the initial process ends, even by
- *   SIGKILL.  Helpers (the monitor, the signal catcher) are threads of the
+ *   ends every VP process when the initial process ends, even by SIGKILL,
+ *   as long as no credential change cleared it or made it not permitted:
+ *   each VP process's watcher thread (below) ends it in any case.  Helpers (the monitor, the signal catcher) are threads of the
  *   initial process too, made there by the manager.
  * - The end of the program: a VP process that ends without vp_terminate
  *   (exit, _exit, abort, a fatal signal: it was exit_group of that process
@@ -30,6 +31,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -46,11 +48,14 @@
 #include "clone_raw.h"
 #include "futex.h"
 #include "glibcabi_kthread.h"
+#include "syscall_raw.h"
 #include "vp_backend.h"
 #include "vpdep.h"
 
+#define SIGSETXID 33                  /* the C library's, libppl's broadcast (setxid.c) */
 #define PROC_MAX 4096                 /* VP processes alive at once */
 #define PROC_STACK (256u << 10)       /* as the kthread backend's */
+#define WATCH_STACK (32u << 10)       /* the watcher's: SIGSETXID's frame and handler */
 
 /* One VP process.  A slot is free while pid is 0; the manager fills it,
  * the reaper empties it.  pid is read lock-free (ours(), in handlers). */
@@ -62,6 +67,8 @@ struct proc {
 	uint64_t mask;          /* the creator's signal mask: the VP starts with it */
 	_Atomic bool ending;    /* vp_terminate: its end is not the program's */
 	_Atomic bool started;   /* the child checked its parent (start race) */
+	_Atomic pid_t watcher;  /* its watcher's thread id (0: none yet) */
+	_Atomic bool unwatch;   /* the VP ends here: the watcher ends too */
 };
 
 static struct proc procs[PROC_MAX];
@@ -133,6 +140,7 @@ static struct {
 } req;
 
 static _Atomic int managers;   /* 0 none, 1 starting, 2 running */
+
 /* Retirement (process_retired): the reaper and the forwarder end when
  * they see it; how many of the three helpers still run (futex word). */
 static _Atomic bool helpers_stop;
@@ -301,6 +309,7 @@ static void reaper_main(void *unused)
 		if (!atomic_load_explicit(&p->ending, memory_order_acquire))
 			end_program(&si);
 		vp_stack_unmap(p->stack, p->stack_size);
+		atomic_store_explicit(&p->watcher, 0, memory_order_release);
 		atomic_store_explicit(&p->pid, 0, memory_order_release);
 	}
 }
@@ -472,6 +481,74 @@ static int start_managers(void)
 
 /* ---- the VP process ------------------------------------------------------------------ */
 
+/* The watcher: a second kernel thread of every VP process, which ends its
+ * process when the initial process ends.  PR_SET_PDEATHSIG alone is not
+ * enough: the kernel clears it at every change of the process's euid,
+ * egid, fsuid or fsgid (a raw setresuid or setfsuid by the program: per
+ * kernel thread, never broadcast), and sends it only if the dying parent
+ * thread may signal the child (kill's permission check), which
+ * credentials made to differ (the partial failure glibc aborts on)
+ * forbid.  The watcher polls a pidfd of the initial process, which the
+ * kernel makes readable once that process has ended, however it ended,
+ * with no permission check, and a thread of the VP process's own group may
+ * always end it.  (The manager's CLONE_CHILD_CLEARTID futex would wake one
+ * watcher only, which PDEATHSIG may kill before it wakes the next.)  Its
+ * file table is its own (no CLONE_FILES, the copy closed at once), so that
+ * the pidfd is not the program's.  It shares the VP's TLS block: raw
+ * system calls only (no errno, no C library) and no thread-local data.
+ * Every signal is blocked but SIGSETXID, and that one only inside ppoll:
+ * the watcher takes the program's credential changes like any task
+ * (setxid.c's handler makes raw calls too), and the VP, when it ends,
+ * stops it with a SIGSETXID after setting p->unwatch (watcher_stop): the
+ * VP process then ends with its last thread, as without a watcher (a
+ * thread the C library made there, glibc's aio helper, may outlive the
+ * VP). */
+static _Noreturn void watcher_main(void *arg)
+{
+	struct proc *p = arg;
+	long fd = -1;
+	if (vp_syscall_raw(SYS_close_range, 0, ~0U, 0, 0, 0, 0) == 0)
+		fd = vp_syscall_raw(SYS_pidfd_open, program(), 0, 0, 0, 0, 0);
+	uint64_t only_setxid = ~(1ULL << (SIGSETXID - 1));
+	struct pollfd pf = { .fd = (int)fd, .events = POLLIN };
+	while (fd >= 0 && !atomic_load_explicit(&p->unwatch, memory_order_acquire)) {
+		if (vp_syscall_raw(SYS_ppoll, (long)&pf, 1, 0, (long)&only_setxid, 8, 0) != 1)
+			continue;   /* EINTR: a credential change, or the end */
+		long self = vp_syscall_raw(SYS_getpid, 0, 0, 0, 0, 0, 0);
+		for (;;) {   /* the initial process has ended */
+			vp_syscall_raw(SYS_kill, self, SIGKILL, 0, 0, 0, 0);
+			vp_syscall_raw(SYS_exit_group, 128 + SIGKILL, 0, 0, 0, 0, 0);
+		}
+	}
+	for (;;)   /* no pidfd (before Linux 5.3): PR_SET_PDEATHSIG alone */
+		vp_syscall_raw(SYS_exit, 0, 0, 0, 0, 0, 0);
+}
+
+/* Start p's watcher on the VP process; its stack is the low part of p's
+ * stack mapping (process_create).  Every signal blocked across the clone:
+ * the watcher starts with that mask. */
+static void watcher_start(struct proc *p)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t all = ~0ULL, old;
+	vp_syscall_raw(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
+	/* Its id before it runs: the credential broadcast addresses it. */
+	unsigned long flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+			      CLONE_PARENT_SETTID;
+	vp_clone_raw(flags, (char *)p->stack + page + WATCH_STACK, (pid_t *)&p->watcher, NULL, NULL,
+		     watcher_main, p);
+	vp_syscall_raw(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+}
+
+/* On the VP's kernel thread, as it ends: its watcher ends too. */
+static void watcher_stop(struct proc *p)
+{
+	atomic_store_explicit(&p->unwatch, true, memory_order_release);
+	pid_t w = atomic_load_explicit(&p->watcher, memory_order_acquire);
+	if (w > 0)
+		vp_syscall_raw(SYS_tgkill, raw_getpid(), w, SIGSETXID, 0, 0, 0);
+}
+
 static _Noreturn void proc_main(void *arg)
 {
 	struct proc *p = arg;
@@ -485,6 +562,7 @@ static _Noreturn void proc_main(void *arg)
 	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if ((pid_t)syscall(SYS_getppid) != program())
 		syscall(SYS_exit_group, 0);
+	watcher_start(p);
 	if (program_comm[0])
 		syscall(SYS_prctl, PR_SET_NAME, program_comm, 0, 0, 0);   /* what ps shows */
 	vp_enter(vp);
@@ -492,6 +570,7 @@ static _Noreturn void proc_main(void *arg)
 	vp->main(vp);
 	vp_leave(vp);
 	atomic_store_explicit(&p->ending, true, memory_order_release);
+	watcher_stop(p);
 	for (;;)
 		syscall(SYS_exit, 0);
 }
@@ -532,17 +611,22 @@ static int process_create(struct vp *vp)
 	struct proc *p = slot_new();
 	if (p == NULL)
 		return EAGAIN;
+	/* [guard][the watcher's stack][guard][the VP's stack] */
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	p->stack_size = PROC_STACK + page;
+	size_t vp_lo = 2 * page + WATCH_STACK;
+	p->stack_size = vp_lo + PROC_STACK;
 	p->stack = vp_stack_map(p->stack_size);
 	if (p->stack == NULL) {
 		atomic_store(&p->pid, 0);
 		return EAGAIN;
 	}
 	vp_stack_guard(p->stack, page);
-	glibcabi_kthread_block_stack(tp, (char *)p->stack + page, PROC_STACK);
+	vp_stack_guard((char *)p->stack + vp_lo - page, page);
+	glibcabi_kthread_block_stack(tp, (char *)p->stack + vp_lo, PROC_STACK);
 	p->vp = vp;
 	p->mask = vp_get_sigmask();
+	atomic_store(&p->watcher, 0);
+	atomic_store(&p->unwatch, false);
 	atomic_store(&p->ending, false);
 	/* The handle is the thread pointer, as the kthread backend's
 	 * pthread_t is: stored before the process runs. */
@@ -558,8 +642,10 @@ static int process_create(struct vp *vp)
 static _Noreturn void process_terminate(void)
 {
 	struct proc *p = find_pid(raw_getpid());
-	if (p != NULL)
+	if (p != NULL) {
 		atomic_store_explicit(&p->ending, true, memory_order_release);
+		watcher_stop(p);
+	}
 	/* The stack stays mapped until the reaper has seen the process end. */
 	for (;;)
 		syscall(SYS_exit, 0);
@@ -614,11 +700,18 @@ static int process_helper(void (*fn)(void *), void *arg)
 
 /* ---- addressing kernel threads: a VP process's tid is its pid --------------------- */
 
-/* The thread group of kernel thread tid: a VP process's, else the
- * initial process's (VP 0, helpers, the program's foreign threads). */
+/* The thread group of kernel thread tid: a VP process's (its VP or its
+ * watcher), else the initial process's (VP 0, helpers, the program's
+ * foreign threads). */
 static pid_t group_of(pid_t tid)
 {
-	return find_pid(tid) ? tid : program();
+	if (find_pid(tid))
+		return tid;
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++)
+		if (atomic_load_explicit(&procs[i].watcher, memory_order_acquire) == tid)
+			return atomic_load_explicit(&procs[i].pid, memory_order_acquire);
+	return program();
 }
 
 static int process_kill(pid_t tid, int sig)
@@ -690,8 +783,10 @@ static void process_fork_child(struct vp *vp)
 	(void)vp;
 	/* The child has one kernel thread, the forking one; none of the
 	 * parent's VP processes, nor its manager and reaper. */
-	for (int i = 0; i < PROC_MAX; i++)
+	for (int i = 0; i < PROC_MAX; i++) {
 		atomic_store_explicit(&procs[i].pid, 0, memory_order_relaxed);
+		atomic_store_explicit(&procs[i].watcher, 0, memory_order_relaxed);
+	}
 	atomic_store_explicit(&procs_hi, 0, memory_order_relaxed);
 	atomic_store_explicit(&nchildren, 0, memory_order_relaxed);
 	atomic_store_explicit(&retired_ns[0], 0, memory_order_relaxed);
@@ -722,7 +817,7 @@ static bool process_stray(int sig, const siginfo_t *si)
 static void process_creds_changed(void)
 {
 	if (!in_initial())
-		syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		vp_syscall_raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0);
 }
 
 /* The initial process's kernel threads through the manager, which is one
