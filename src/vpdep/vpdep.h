@@ -322,6 +322,19 @@ static inline pid_t vp_cpuclock_kthread(clockid_t c)
 		return -1;
 	return (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
 }
+/* Whether c is the program's CPU-time clock: CLOCK_PROCESS_CPUTIME_ID, or
+ * the kernel's CPU clock of process 0 (the caller's) or of vp_process_id()
+ * (clock_getcpuclockid's, CPUCLOCK_SCHED, (~pid << 3) | 2), which with the
+ * process VP backend the kernel would count for one of its processes. */
+static inline bool vp_cpuclock_is_program(clockid_t c)
+{
+	if (c == CLOCK_PROCESS_CPUTIME_ID)
+		return true;
+	if (c >= 0 || (c & 7) != 2)
+		return false;
+	pid_t pid = (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
+	return pid == 0 || pid == vp_process_id();
+}
 /* The CPU time (ns) kernel thread tid has run, from /proc (its schedstat:
  * the kernel's CPU clock up to a tick behind), for a kernel thread whose
  * clock the caller cannot read (another thread group's: the process
