@@ -381,9 +381,15 @@ void vp_process_siginfo(siginfo_t *si)
 #define HOLD_NS 2000000
 
 /* libppl's own catcher of process-directed signals (PPL_PROCESS_SIGNALS=
- * thread, sigroute.c) takes them in the initial process and routes them
- * through memory every VP shares: the forwarder stands down (the two
- * competing lost signals).  The catcher wakes it with a marked SIGURG. */
+ * thread, sigroute.c) takes those with a handler in the initial process
+ * and routes them through memory every VP shares: the forwarder leaves
+ * them to it (the two competing lost signals) and takes only those with
+ * no handler (SigCgt in /proc), which the catcher never waits for and a
+ * VP process's sigwait could not take from the initial process (the
+ * overrun case of tp_cputimer: a timer's SIGUSR2 blocked everywhere and
+ * taken by sigtimedwait).  One it took that has a handler meanwhile goes
+ * back to the process, for the catcher.  The catcher wakes the forwarder
+ * with a marked SIGURG. */
 #define STOP_MARK 0x73746f70   /* "stop" */
 static _Atomic bool catcher_runs;
 static _Atomic pid_t forwarder_tid;
@@ -411,38 +417,111 @@ static void forwarder_wake(void)
 	syscall(SYS_rt_tgsigqueueinfo, program(), t, SIGURG, &si);
 }
 
+/* The mask on line `field` of /proc/PID/status (thread tid of pid's);
+ * 0 if unknown. */
+static uint64_t status_mask(pid_t pid, const char *field)
+{
+	char path[48], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)pid);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	uint64_t m = 0;
+	for (const char *f = field; *f; f += strlen(f) + 1) {
+		char *p = strstr(buf, f);
+		if (p != NULL)
+			m |= strtoull(p + strlen(f), NULL, 16);
+	}
+	return m;
+}
+
+/* The signals with a handler (the initial process's SigCgt). */
+static uint64_t caught(void)
+{
+	return status_mask(program(), "SigCgt:\0");
+}
+
+static _Atomic uint64_t forwarder_held;
+
+/* Pending on the initial process (or forwarded to VP 0), held by the
+ * forwarder, or forwarded to a VP process's thread and not yet taken. */
+uint64_t vp_process_pending(void)
+{
+	uint64_t m = atomic_load_explicit(&forwarder_held, memory_order_acquire) |
+		     status_mask(program(), "SigPnd:\0ShdPnd:\0");
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++) {
+		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
+		if (pid > 0)
+			m |= status_mask(pid, "SigPnd:\0ShdPnd:\0");
+	}
+	return m | vp_get_sigpending();
+}
+
+/* Give forwarded copy f of sig back to the process (the catcher's). */
+static void unforward(int sig, const siginfo_t *f)
+{
+	siginfo_t si = *f;
+	vp_process_siginfo(&si);
+	syscall(SYS_rt_sigqueueinfo, program(), sig, &si);
+}
+
 static void forwarder_main(void *unused)
 {
 	(void)unused;
 	vp_kthread_set_name(0, "ppl-vpsignals");
 	atomic_store_explicit(&forwarder_tid, (pid_t)syscall(SYS_gettid), memory_order_release);
-	uint64_t set = ~0ULL, held = 0;
+	uint64_t all = ~0ULL, held = 0;
 	static siginfo_t kept[65];
 	const int never[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
 			      32, 33, 63, 64 };   /* C library's and libppl's own */
 	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
-		set &= ~(1ULL << (never[i] - 1));
-	while (!atomic_load_explicit(&catcher_runs, memory_order_acquire) &&
-	       !atomic_load(&helpers_stop)) {
+		all &= ~(1ULL << (never[i] - 1));
+	while (!atomic_load(&helpers_stop)) {
+		/* The catcher's: those with a handler, now. */
+		uint64_t theirs = atomic_load_explicit(&catcher_runs, memory_order_acquire) ? caught()
+											  : 0;
+		for (uint64_t h = held & theirs; h != 0; h &= h - 1) {
+			int s = __builtin_ctzll(h) + 1;
+			unforward(s, &kept[s]);
+			held &= ~(1ULL << (s - 1));
+		}
+		atomic_store_explicit(&forwarder_held, held, memory_order_release);
+		uint64_t set = all & ~theirs;
 		siginfo_t si;
 		struct timespec hold = { 0, HOLD_NS };
 		int sig = (int)syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
 		if (sig == SIGURG && si.si_code == SI_QUEUE && si.si_errno == STOP_MARK)
 			sig = 0;
+		if (sig > 0 && atomic_load_explicit(&catcher_runs, memory_order_acquire) &&
+		    (caught() & (1ULL << (sig - 1)))) {
+			/* A handler since the wait began: the catcher's. */
+			syscall(SYS_rt_sigqueueinfo, program(), sig, &si);
+			sig = 0;
+		}
 		if (sig > 0) {
 			siginfo_t *f = &kept[sig];
 			*f = si;
 			f->si_errno = FWD_MARK | ((si.si_code + 0x8000) & 0xffff);
 			f->si_code = SI_QUEUE;
-			if (!forward(sig, f))
-				held |= 1ULL << (sig - 1);
+			/* Held (for vp_process_pending) until the copy is
+			 * pending on its taker. */
+			held |= 1ULL << (sig - 1);
+			atomic_store_explicit(&forwarder_held, held, memory_order_release);
 		}
 		for (uint64_t h = held; h != 0; h &= h - 1) {
 			int s = __builtin_ctzll(h) + 1;
 			if (forward(s, &kept[s]))
 				held &= ~(1ULL << (s - 1));
 		}
+		atomic_store_explicit(&forwarder_held, held, memory_order_release);
 	}
+	atomic_store_explicit(&forwarder_held, 0, memory_order_release);
 	/* What it still holds goes back to the process, for the catcher. */
 	for (; held != 0; held &= held - 1) {
 		int s = __builtin_ctzll(held) + 1;
@@ -795,6 +874,7 @@ static void process_fork_child(struct vp *vp)
 	atomic_store_explicit(&managers, 0, memory_order_relaxed);
 	atomic_store_explicit(&catcher_runs, false, memory_order_relaxed);
 	atomic_store_explicit(&forwarder_tid, 0, memory_order_relaxed);
+	atomic_store_explicit(&forwarder_held, 0, memory_order_relaxed);
 	atomic_store_explicit(&program_pid, raw_getpid(), memory_order_release);
 }
 

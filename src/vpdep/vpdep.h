@@ -200,6 +200,11 @@ int vp_sigaltstack(const stack_t *ss, stack_t *old);
 int vp_altstack_use(struct vp *vp, const stack_t *ss);
 /* The signals pending for the calling kernel thread: its own and the process's. */
 uint64_t vp_get_sigpending(void);
+/* The signals pending on the program, wherever a VP backend keeps them:
+ * vp_get_sigpending's, and with the process backend those pending on its
+ * initial process, held by its forwarder or forwarded to a VP process and
+ * not yet taken (from /proc: a system call per process). */
+uint64_t vp_program_sigpending(void);
 /* Take `sig`, pending and blocked, off the calling kernel thread (its own
  * queue first, then the process's) without waiting; its siginfo into *si
  * (si may be NULL).  True if there was one. */
