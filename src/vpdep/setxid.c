@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "syscall_raw.h"
 #include "futex.h"
+#include "syscall_raw.h"
 #include "vp_backend.h"
 
 #define SIGSETXID 33
@@ -79,24 +79,24 @@ static void xid_handler(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (si->si_code != SI_TKILL || !vp_backend_ops()->ours(si->si_pid))
 		return;
-	int saved = errno;
-	pid_t me = (pid_t)vp_syscall(SYS_gettid);
+	/* Raw calls, errno untouched: the process backend's watcher threads
+	 * take this signal on their VP's TLS block (vp_process.c). */
+	pid_t me = (pid_t)vp_syscall_raw(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	struct xid_task *t = atomic_load_explicit(&xid.tasks, memory_order_acquire);
 	size_t n = atomic_load_explicit(&xid.ntasks, memory_order_acquire);
 	for (size_t i = 0; t != NULL && i < n; i++) {
 		if (atomic_load_explicit(&t[i].tid, memory_order_relaxed) != me ||
 		    atomic_load_explicit(&t[i].done, memory_order_relaxed))
 			continue;
-		long r = vp_syscall(xid.nr, xid.arg[0], xid.arg[1], xid.arg[2]);
-		t[i].err = r < 0 ? errno : 0;
+		long r = vp_syscall_raw(xid.nr, xid.arg[0], xid.arg[1], xid.arg[2], 0, 0, 0);
+		t[i].err = r < 0 ? (int)-r : 0;
 		if (vp_backend_ops()->creds_changed != NULL)
 			vp_backend_ops()->creds_changed();
 		atomic_store_explicit(&t[i].done, 1, memory_order_release);
 		atomic_fetch_add_explicit(&xid.answers, 1, memory_order_release);
-		futex_sys(&xid.answers, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+		vp_syscall_raw(SYS_futex, (long)&xid.answers, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
 		break;
 	}
-	errno = saved;
 }
 
 static void xid_install(void)

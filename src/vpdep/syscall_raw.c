@@ -13,44 +13,9 @@
  * parked thread's saved context (tools/gdb/libppl.py). */
 #define RAW_CALL __attribute__((noinline))
 
-#if defined(__x86_64__)
-static inline __attribute__((always_inline)) long raw6_seq(long nr, long a, long b, long c, long d, long e,
-							    long f)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long r;
-	__asm__ volatile("syscall"
-			 : "=a"(r)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return r;
-}
-#elif defined(__aarch64__)
-static inline __attribute__((always_inline)) long raw6_seq(long nr, long a, long b, long c, long d, long e,
-							    long f)
-{
-	register long x8 __asm__("x8") = nr;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-	register long x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-			 : "memory");
-	return x0;
-}
-#else
-#error "vp_syscall: no raw system call sequence for this architecture"
-#endif
-
 static RAW_CALL long raw6(long nr, long a, long b, long c, long d, long e, long f)
 {
-	return raw6_seq(nr, a, b, c, d, e, f);
+	return vp_syscall_raw(nr, a, b, c, d, e, f);
 }
 
 /* The program's own calls through libppl's syscall(): the same sequence in
@@ -62,7 +27,7 @@ __attribute__((noinline, section("ppl_usercall"))) long vp_syscall6_user(long nr
 									    long c, long d, long e,
 									    long f)
 {
-	long r = raw6_seq(nr, a, b, c, d, e, f);
+	long r = vp_syscall_raw(nr, a, b, c, d, e, f);
 	if (__builtin_expect((unsigned long)r > -4096UL, 0)) {
 		errno = (int)-r;
 		return -1;

@@ -113,8 +113,17 @@ void vp_siginfo_own(siginfo_t *si)
 void vp_signal_catcher_started(void)
 {
 #ifdef PPL_HAVE_PROCESS_BACKEND
-	vp_process_catcher_started();   /* its forwarder stands down */
+	vp_process_catcher_started();   /* its forwarder leaves it the caught ones */
 #endif
+}
+
+uint64_t vp_program_sigpending(void)
+{
+#ifdef PPL_HAVE_PROCESS_BACKEND
+	if (vp_backend_ops() == &vp_process_backend)
+		return vp_process_pending();
+#endif
+	return vp_get_sigpending();
 }
 
 bool vp_children_on_initial(void)

@@ -10,8 +10,9 @@
  *   initial process (made with the C library's pthread_create), on
  *   request.  It is their parent (the kernel's real_parent), so
  *   PR_SET_PDEATHSIG(SIGKILL), which fires when the parent *thread* ends,
- *   ends every VP process exactly when the initial process ends, even by
- *   SIGKILL.  Helpers (the monitor, the signal catcher) are threads of the
+ *   ends every VP process when the initial process ends, even by SIGKILL,
+ *   as long as no credential change cleared it or made it not permitted:
+ *   each VP process's watcher thread (below) ends it in any case.  Helpers (the monitor, the signal catcher) are threads of the
  *   initial process too, made there by the manager.
  * - The end of the program: a VP process that ends without vp_terminate
  *   (exit, _exit, abort, a fatal signal: it was exit_group of that process
@@ -30,6 +31,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -46,11 +48,14 @@
 #include "clone_raw.h"
 #include "futex.h"
 #include "glibcabi_kthread.h"
+#include "syscall_raw.h"
 #include "vp_backend.h"
 #include "vpdep.h"
 
+#define SIGSETXID 33                  /* the C library's, libppl's broadcast (setxid.c) */
 #define PROC_MAX 4096                 /* VP processes alive at once */
 #define PROC_STACK (256u << 10)       /* as the kthread backend's */
+#define WATCH_STACK (32u << 10)       /* the watcher's: SIGSETXID's frame and handler */
 
 /* One VP process.  A slot is free while pid is 0; the manager fills it,
  * the reaper empties it.  pid is read lock-free (ours(), in handlers). */
@@ -62,6 +67,8 @@ struct proc {
 	uint64_t mask;          /* the creator's signal mask: the VP starts with it */
 	_Atomic bool ending;    /* vp_terminate: its end is not the program's */
 	_Atomic bool started;   /* the child checked its parent (start race) */
+	_Atomic pid_t watcher;  /* its watcher's thread id (0: none yet) */
+	_Atomic bool unwatch;   /* the VP ends here: the watcher ends too */
 };
 
 static struct proc procs[PROC_MAX];
@@ -133,6 +140,7 @@ static struct {
 } req;
 
 static _Atomic int managers;   /* 0 none, 1 starting, 2 running */
+
 /* Retirement (process_retired): the reaper and the forwarder end when
  * they see it; how many of the three helpers still run (futex word). */
 static _Atomic bool helpers_stop;
@@ -301,6 +309,7 @@ static void reaper_main(void *unused)
 		if (!atomic_load_explicit(&p->ending, memory_order_acquire))
 			end_program(&si);
 		vp_stack_unmap(p->stack, p->stack_size);
+		atomic_store_explicit(&p->watcher, 0, memory_order_release);
 		atomic_store_explicit(&p->pid, 0, memory_order_release);
 	}
 }
@@ -372,9 +381,15 @@ void vp_process_siginfo(siginfo_t *si)
 #define HOLD_NS 2000000
 
 /* libppl's own catcher of process-directed signals (PPL_PROCESS_SIGNALS=
- * thread, sigroute.c) takes them in the initial process and routes them
- * through memory every VP shares: the forwarder stands down (the two
- * competing lost signals).  The catcher wakes it with a marked SIGURG. */
+ * thread, sigroute.c) takes those with a handler in the initial process
+ * and routes them through memory every VP shares: the forwarder leaves
+ * them to it (the two competing lost signals) and takes only those with
+ * no handler (SigCgt in /proc), which the catcher never waits for and a
+ * VP process's sigwait could not take from the initial process (the
+ * overrun case of tp_cputimer: a timer's SIGUSR2 blocked everywhere and
+ * taken by sigtimedwait).  One it took that has a handler meanwhile goes
+ * back to the process, for the catcher.  The catcher wakes the forwarder
+ * with a marked SIGURG. */
 #define STOP_MARK 0x73746f70   /* "stop" */
 static _Atomic bool catcher_runs;
 static _Atomic pid_t forwarder_tid;
@@ -402,38 +417,111 @@ static void forwarder_wake(void)
 	vp_syscall(SYS_rt_tgsigqueueinfo, program(), t, SIGURG, &si);
 }
 
+/* The mask on line `field` of /proc/PID/status (thread tid of pid's);
+ * 0 if unknown. */
+static uint64_t status_mask(pid_t pid, const char *field)
+{
+	char path[48], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)pid);
+	int fd = (int)vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	long n = vp_syscall(SYS_read, fd, buf, sizeof buf - 1);
+	vp_syscall(SYS_close, fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	uint64_t m = 0;
+	for (const char *f = field; *f; f += strlen(f) + 1) {
+		char *p = strstr(buf, f);
+		if (p != NULL)
+			m |= strtoull(p + strlen(f), NULL, 16);
+	}
+	return m;
+}
+
+/* The signals with a handler (the initial process's SigCgt). */
+static uint64_t caught(void)
+{
+	return status_mask(program(), "SigCgt:\0");
+}
+
+static _Atomic uint64_t forwarder_held;
+
+/* Pending on the initial process (or forwarded to VP 0), held by the
+ * forwarder, or forwarded to a VP process's thread and not yet taken. */
+uint64_t vp_process_pending(void)
+{
+	uint64_t m = atomic_load_explicit(&forwarder_held, memory_order_acquire) |
+		     status_mask(program(), "SigPnd:\0ShdPnd:\0");
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++) {
+		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
+		if (pid > 0)
+			m |= status_mask(pid, "SigPnd:\0ShdPnd:\0");
+	}
+	return m | vp_get_sigpending();
+}
+
+/* Give forwarded copy f of sig back to the process (the catcher's). */
+static void unforward(int sig, const siginfo_t *f)
+{
+	siginfo_t si = *f;
+	vp_process_siginfo(&si);
+	vp_syscall(SYS_rt_sigqueueinfo, program(), sig, &si);
+}
+
 static void forwarder_main(void *unused)
 {
 	(void)unused;
 	vp_kthread_set_name(0, "ppl-vpsignals");
 	atomic_store_explicit(&forwarder_tid, (pid_t)vp_syscall(SYS_gettid), memory_order_release);
-	uint64_t set = ~0ULL, held = 0;
+	uint64_t all = ~0ULL, held = 0;
 	static siginfo_t kept[65];
 	const int never[] = { SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
 			      32, 33, 63, 64 };   /* C library's and libppl's own */
 	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
-		set &= ~(1ULL << (never[i] - 1));
-	while (!atomic_load_explicit(&catcher_runs, memory_order_acquire) &&
-	       !atomic_load(&helpers_stop)) {
+		all &= ~(1ULL << (never[i] - 1));
+	while (!atomic_load(&helpers_stop)) {
+		/* The catcher's: those with a handler, now. */
+		uint64_t theirs = atomic_load_explicit(&catcher_runs, memory_order_acquire) ? caught()
+											  : 0;
+		for (uint64_t h = held & theirs; h != 0; h &= h - 1) {
+			int s = __builtin_ctzll(h) + 1;
+			unforward(s, &kept[s]);
+			held &= ~(1ULL << (s - 1));
+		}
+		atomic_store_explicit(&forwarder_held, held, memory_order_release);
+		uint64_t set = all & ~theirs;
 		siginfo_t si;
 		struct timespec hold = { 0, HOLD_NS };
 		int sig = (int)vp_syscall(SYS_rt_sigtimedwait, &set, &si, held ? &hold : NULL, sizeof set);
 		if (sig == SIGURG && si.si_code == SI_QUEUE && si.si_errno == STOP_MARK)
 			sig = 0;
+		if (sig > 0 && atomic_load_explicit(&catcher_runs, memory_order_acquire) &&
+		    (caught() & (1ULL << (sig - 1)))) {
+			/* A handler since the wait began: the catcher's. */
+			vp_syscall(SYS_rt_sigqueueinfo, program(), sig, &si);
+			sig = 0;
+		}
 		if (sig > 0) {
 			siginfo_t *f = &kept[sig];
 			*f = si;
 			f->si_errno = FWD_MARK | ((si.si_code + 0x8000) & 0xffff);
 			f->si_code = SI_QUEUE;
-			if (!forward(sig, f))
-				held |= 1ULL << (sig - 1);
+			/* Held (for vp_process_pending) until the copy is
+			 * pending on its taker. */
+			held |= 1ULL << (sig - 1);
+			atomic_store_explicit(&forwarder_held, held, memory_order_release);
 		}
 		for (uint64_t h = held; h != 0; h &= h - 1) {
 			int s = __builtin_ctzll(h) + 1;
 			if (forward(s, &kept[s]))
 				held &= ~(1ULL << (s - 1));
 		}
+		atomic_store_explicit(&forwarder_held, held, memory_order_release);
 	}
+	atomic_store_explicit(&forwarder_held, 0, memory_order_release);
 	/* What it still holds goes back to the process, for the catcher. */
 	for (; held != 0; held &= held - 1) {
 		int s = __builtin_ctzll(held) + 1;
@@ -472,6 +560,74 @@ static int start_managers(void)
 
 /* ---- the VP process ------------------------------------------------------------------ */
 
+/* The watcher: a second kernel thread of every VP process, which ends its
+ * process when the initial process ends.  PR_SET_PDEATHSIG alone is not
+ * enough: the kernel clears it at every change of the process's euid,
+ * egid, fsuid or fsgid (a raw setresuid or setfsuid by the program: per
+ * kernel thread, never broadcast), and sends it only if the dying parent
+ * thread may signal the child (kill's permission check), which
+ * credentials made to differ (the partial failure glibc aborts on)
+ * forbid.  The watcher polls a pidfd of the initial process, which the
+ * kernel makes readable once that process has ended, however it ended,
+ * with no permission check, and a thread of the VP process's own group may
+ * always end it.  (The manager's CLONE_CHILD_CLEARTID futex would wake one
+ * watcher only, which PDEATHSIG may kill before it wakes the next.)  Its
+ * file table is its own (no CLONE_FILES, the copy closed at once), so that
+ * the pidfd is not the program's.  It shares the VP's TLS block: raw
+ * system calls only (no errno, no C library) and no thread-local data.
+ * Every signal is blocked but SIGSETXID, and that one only inside ppoll:
+ * the watcher takes the program's credential changes like any task
+ * (setxid.c's handler makes raw calls too), and the VP, when it ends,
+ * stops it with a SIGSETXID after setting p->unwatch (watcher_stop): the
+ * VP process then ends with its last thread, as without a watcher (a
+ * thread the C library made there, glibc's aio helper, may outlive the
+ * VP). */
+static _Noreturn void watcher_main(void *arg)
+{
+	struct proc *p = arg;
+	long fd = -1;
+	if (vp_syscall_raw(SYS_close_range, 0, ~0U, 0, 0, 0, 0) == 0)
+		fd = vp_syscall_raw(SYS_pidfd_open, program(), 0, 0, 0, 0, 0);
+	uint64_t only_setxid = ~(1ULL << (SIGSETXID - 1));
+	struct pollfd pf = { .fd = (int)fd, .events = POLLIN };
+	while (fd >= 0 && !atomic_load_explicit(&p->unwatch, memory_order_acquire)) {
+		if (vp_syscall_raw(SYS_ppoll, (long)&pf, 1, 0, (long)&only_setxid, 8, 0) != 1)
+			continue;   /* EINTR: a credential change, or the end */
+		long self = vp_syscall_raw(SYS_getpid, 0, 0, 0, 0, 0, 0);
+		for (;;) {   /* the initial process has ended */
+			vp_syscall_raw(SYS_kill, self, SIGKILL, 0, 0, 0, 0);
+			vp_syscall_raw(SYS_exit_group, 128 + SIGKILL, 0, 0, 0, 0, 0);
+		}
+	}
+	for (;;)   /* no pidfd (before Linux 5.3): PR_SET_PDEATHSIG alone */
+		vp_syscall_raw(SYS_exit, 0, 0, 0, 0, 0, 0);
+}
+
+/* Start p's watcher on the VP process; its stack is the low part of p's
+ * stack mapping (process_create).  Every signal blocked across the clone:
+ * the watcher starts with that mask. */
+static void watcher_start(struct proc *p)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t all = ~0ULL, old;
+	vp_syscall_raw(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0, 0);
+	/* Its id before it runs: the credential broadcast addresses it. */
+	unsigned long flags = CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+			      CLONE_PARENT_SETTID;
+	vp_clone_raw(flags, (char *)p->stack + page + WATCH_STACK, (pid_t *)&p->watcher, NULL, NULL,
+		     watcher_main, p);
+	vp_syscall_raw(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+}
+
+/* On the VP's kernel thread, as it ends: its watcher ends too. */
+static void watcher_stop(struct proc *p)
+{
+	atomic_store_explicit(&p->unwatch, true, memory_order_release);
+	pid_t w = atomic_load_explicit(&p->watcher, memory_order_acquire);
+	if (w > 0)
+		vp_syscall_raw(SYS_tgkill, raw_getpid(), w, SIGSETXID, 0, 0, 0);
+}
+
 static _Noreturn void proc_main(void *arg)
 {
 	struct proc *p = arg;
@@ -485,6 +641,7 @@ static _Noreturn void proc_main(void *arg)
 	vp_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if ((pid_t)vp_syscall(SYS_getppid) != program())
 		vp_syscall(SYS_exit_group, 0);
+	watcher_start(p);
 	if (program_comm[0])
 		vp_syscall(SYS_prctl, PR_SET_NAME, program_comm, 0, 0, 0);   /* what ps shows */
 	vp_enter(vp);
@@ -492,6 +649,7 @@ static _Noreturn void proc_main(void *arg)
 	vp->main(vp);
 	vp_leave(vp);
 	atomic_store_explicit(&p->ending, true, memory_order_release);
+	watcher_stop(p);
 	for (;;)
 		vp_syscall(SYS_exit, 0);
 }
@@ -532,17 +690,22 @@ static int process_create(struct vp *vp)
 	struct proc *p = slot_new();
 	if (p == NULL)
 		return EAGAIN;
+	/* [guard][the watcher's stack][guard][the VP's stack] */
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	p->stack_size = PROC_STACK + page;
+	size_t vp_lo = 2 * page + WATCH_STACK;
+	p->stack_size = vp_lo + PROC_STACK;
 	p->stack = vp_stack_map(p->stack_size);
 	if (p->stack == NULL) {
 		atomic_store(&p->pid, 0);
 		return EAGAIN;
 	}
 	vp_stack_guard(p->stack, page);
-	glibcabi_kthread_block_stack(tp, (char *)p->stack + page, PROC_STACK);
+	vp_stack_guard((char *)p->stack + vp_lo - page, page);
+	glibcabi_kthread_block_stack(tp, (char *)p->stack + vp_lo, PROC_STACK);
 	p->vp = vp;
 	p->mask = vp_get_sigmask();
+	atomic_store(&p->watcher, 0);
+	atomic_store(&p->unwatch, false);
 	atomic_store(&p->ending, false);
 	/* The handle is the thread pointer, as the kthread backend's
 	 * pthread_t is: stored before the process runs. */
@@ -558,8 +721,10 @@ static int process_create(struct vp *vp)
 static _Noreturn void process_terminate(void)
 {
 	struct proc *p = find_pid(raw_getpid());
-	if (p != NULL)
+	if (p != NULL) {
 		atomic_store_explicit(&p->ending, true, memory_order_release);
+		watcher_stop(p);
+	}
 	/* The stack stays mapped until the reaper has seen the process end. */
 	for (;;)
 		vp_syscall(SYS_exit, 0);
@@ -614,11 +779,18 @@ static int process_helper(void (*fn)(void *), void *arg)
 
 /* ---- addressing kernel threads: a VP process's tid is its pid --------------------- */
 
-/* The thread group of kernel thread tid: a VP process's, else the
- * initial process's (VP 0, helpers, the program's foreign threads). */
+/* The thread group of kernel thread tid: a VP process's (its VP or its
+ * watcher), else the initial process's (VP 0, helpers, the program's
+ * foreign threads). */
 static pid_t group_of(pid_t tid)
 {
-	return find_pid(tid) ? tid : program();
+	if (find_pid(tid))
+		return tid;
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++)
+		if (atomic_load_explicit(&procs[i].watcher, memory_order_acquire) == tid)
+			return atomic_load_explicit(&procs[i].pid, memory_order_acquire);
+	return program();
 }
 
 static int process_kill(pid_t tid, int sig)
@@ -690,8 +862,10 @@ static void process_fork_child(struct vp *vp)
 	(void)vp;
 	/* The child has one kernel thread, the forking one; none of the
 	 * parent's VP processes, nor its manager and reaper. */
-	for (int i = 0; i < PROC_MAX; i++)
+	for (int i = 0; i < PROC_MAX; i++) {
 		atomic_store_explicit(&procs[i].pid, 0, memory_order_relaxed);
+		atomic_store_explicit(&procs[i].watcher, 0, memory_order_relaxed);
+	}
 	atomic_store_explicit(&procs_hi, 0, memory_order_relaxed);
 	atomic_store_explicit(&nchildren, 0, memory_order_relaxed);
 	atomic_store_explicit(&retired_ns[0], 0, memory_order_relaxed);
@@ -700,6 +874,7 @@ static void process_fork_child(struct vp *vp)
 	atomic_store_explicit(&managers, 0, memory_order_relaxed);
 	atomic_store_explicit(&catcher_runs, false, memory_order_relaxed);
 	atomic_store_explicit(&forwarder_tid, 0, memory_order_relaxed);
+	atomic_store_explicit(&forwarder_held, 0, memory_order_relaxed);
 	atomic_store_explicit(&program_pid, raw_getpid(), memory_order_release);
 }
 
@@ -722,7 +897,7 @@ static bool process_stray(int sig, const siginfo_t *si)
 static void process_creds_changed(void)
 {
 	if (!in_initial())
-		vp_syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		vp_syscall_raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0);
 }
 
 /* The initial process's kernel threads through the manager, which is one

@@ -201,6 +201,11 @@ int vp_sigaltstack(const stack_t *ss, stack_t *old);
 int vp_altstack_use(struct vp *vp, const stack_t *ss);
 /* The signals pending for the calling kernel thread: its own and the process's. */
 uint64_t vp_get_sigpending(void);
+/* The signals pending on the program, wherever a VP backend keeps them:
+ * vp_get_sigpending's, and with the process backend those pending on its
+ * initial process, held by its forwarder or forwarded to a VP process and
+ * not yet taken (from /proc: a system call per process). */
+uint64_t vp_program_sigpending(void);
 /* Take `sig`, pending and blocked, off the calling kernel thread (its own
  * queue first, then the process's) without waiting; its siginfo into *si
  * (si may be NULL).  True if there was one. */
@@ -322,6 +327,19 @@ static inline pid_t vp_cpuclock_kthread(clockid_t c)
 	if (c >= 0 || (c & 7) != 6)
 		return -1;
 	return (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
+}
+/* Whether c is the program's CPU-time clock: CLOCK_PROCESS_CPUTIME_ID, or
+ * the kernel's CPU clock of process 0 (the caller's) or of vp_process_id()
+ * (clock_getcpuclockid's, CPUCLOCK_SCHED, (~pid << 3) | 2), which with the
+ * process VP backend the kernel would count for one of its processes. */
+static inline bool vp_cpuclock_is_program(clockid_t c)
+{
+	if (c == CLOCK_PROCESS_CPUTIME_ID)
+		return true;
+	if (c >= 0 || (c & 7) != 2)
+		return false;
+	pid_t pid = (pid_t)~((unsigned)c >> 3 | 0xe0000000u);
+	return pid == 0 || pid == vp_process_id();
 }
 /* The CPU time (ns) kernel thread tid has run, from /proc (its schedstat:
  * the kernel's CPU clock up to a tick behind), for a kernel thread whose

@@ -227,7 +227,7 @@ int64_t cpuclock_ns(struct ult *t)
 
 static __attribute__((noinline)) int clock_gettime_slow(clockid_t c, struct timespec *ts)
 {
-	if (c == CLOCK_PROCESS_CPUTIME_ID) {
+	if (vp_cpuclock_is_program(c)) {
 		/* The program's, which a VP backend may make of several processes. */
 		int64_t ns = vp_process_cputime_ns();
 		if (ns < 0)
@@ -277,6 +277,17 @@ int ppl_clock_gettime(clockid_t c, struct timespec *ts)
 		}
 	}
 	return clock_gettime_slow(c, ts);
+}
+
+/* glibc's clock() reads CLOCK_PROCESS_CPUTIME_ID by an internal call,
+ * which a VP backend of several processes would count for one: the same
+ * computation on the program's CPU time. */
+clock_t ppl_clock(void)
+{
+	struct timespec ts;
+	if (ppl_clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+		return (clock_t)-1;
+	return (clock_t)ts.tv_sec * CLOCKS_PER_SEC + ts.tv_nsec / (1000000000 / CLOCKS_PER_SEC);
 }
 
 int ppl_clock_getres(clockid_t c, struct timespec *ts)

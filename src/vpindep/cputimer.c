@@ -105,7 +105,8 @@ static void due_update(struct ult *t)
  * the kernel, or claimed by the process and not yet taken (sigroute.c). */
 static void overrun_settle(struct cputimer *ct)
 {
-	uint64_t pend = vp_get_sigpending() | atomic_load_explicit(&sig_claims, memory_order_acquire);
+	uint64_t pend = vp_program_sigpending() |
+			atomic_load_explicit(&sig_claims, memory_order_acquire);
 	if (ct->queued && !(pend & (1ull << (ct->signo - 1)))) {
 		ct->queued = false;
 		ct->overrun_last = sat((int64_t)ct->overrun_queued + ct->overrun_more);

@@ -5,8 +5,9 @@
  * main after those threads ended and the program was back to one thread
  * for a while (libppl's helper kernel threads retire then), their signals
  * taken by main; ualarm set on one kernel thread is seen and cancelled on
- * another, and its SIGALRM reaches main; getrusage(RUSAGE_SELF), times and
- * CLOCK_PROCESS_CPUTIME_ID count every thread's CPU time, also after the
+ * another, and its SIGALRM reaches main; getrusage(RUSAGE_SELF), times,
+ * clock(), CLOCK_PROCESS_CPUTIME_ID and the clocks clock_getcpuclockid
+ * gives for getpid() and 0 count every thread's CPU time, also after the
  * threads ended, and RUSAGE_CHILDREN none with no child. */
 #include <errno.h>
 #include <pthread.h>
@@ -242,12 +243,26 @@ static int64_t check_cputime(const char *when, int64_t before)
 	CHECK(times(&tm) != (clock_t)-1);
 	int64_t tick = 1000000000 / sysconf(_SC_CLK_TCK);
 	int64_t t = (int64_t)(tm.tms_utime + tm.tms_stime + 1) * tick;
-	if (c < before || r < c / 10 * 6 || t < c / 10 * 6) {
+	clock_t k = clock();
+	CHECK(k != (clock_t)-1);
+	int64_t cl = (int64_t)k * (1000000000 / CLOCKS_PER_SEC);
+	clockid_t pid_clk, zero_clk;
+	struct timespec ts;
+	CHECK_OK(clock_getcpuclockid(getpid(), &pid_clk));
+	CHECK_OK(clock_getcpuclockid(0, &zero_clk));
+	CHECK(clock_gettime(pid_clk, &ts) == 0);
+	int64_t p = ts_ns(&ts);
+	CHECK(clock_gettime(zero_clk, &ts) == 0);
+	int64_t z = ts_ns(&ts);
+	if (c < before || r < c / 10 * 6 || t < c / 10 * 6 || cl < c / 10 * 6 || p < c / 10 * 6 ||
+	    z < c / 10 * 6) {
 		fprintf(stderr,
 			"%s: CLOCK_PROCESS_CPUTIME_ID %lld ms (%lld ms before), getrusage %lld ms, "
-			"times %lld ms\n",
+			"times %lld ms, clock() %lld ms, clock_getcpuclockid(getpid()) %lld ms, "
+			"(0) %lld ms\n",
 			when, (long long)(c / 1000000), (long long)(before / 1000000),
-			(long long)(r / 1000000), (long long)(t / 1000000));
+			(long long)(r / 1000000), (long long)(t / 1000000), (long long)(cl / 1000000),
+			(long long)(p / 1000000), (long long)(z / 1000000));
 		exit(1);
 	}
 	/* No child: nothing of the program's own counts as a child's. */

@@ -50,8 +50,10 @@ int main(void)
 
 	const char *knob = getenv("PPL_SYSTEM_SCOPE");
 	if (tp_expect_ult() && knob != NULL && strcmp(knob, "bound") == 0) {
-		/* Binding asked for: a kernel thread each, as natively. */
-		int k = tp_kernel_threads();
+		/* Binding asked for: a kernel thread each, as natively, in the
+		 * program's process or, with the process VP backend, in a VP
+		 * process of its own. */
+		int k = tp_program_kernel_threads();
 		CHECK(k >= N + 1);
 		printf("bound: %d threads alive, %d kernel threads\n", N, k);
 	} else {

@@ -4,6 +4,7 @@
 #ifndef TP_UTIL_H
 #define TP_UTIL_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -105,6 +106,47 @@ static inline int tp_kernel_threads(void)
 		if (sscanf(line, "Threads: %d", &n) == 1)
 			break;
 	fclose(f);
+	return n;
+}
+
+/* The Threads: line of /proc/PID/status (field "Threads:") and its PPid:
+ * line; -1 if it cannot be read. */
+static inline int tp_status_field(const char *pid, const char *field)
+{
+	char path[300], line[256];
+	snprintf(path, sizeof path, "/proc/%s/status", pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	int n = -1;
+	size_t len = strlen(field);
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, field, len) == 0 && sscanf(line + len, "%d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* Kernel threads of the whole program: its process getpid() names and the
+ * processes it is the parent of (a libppl VP backend may make its kernel
+ * threads processes, whose /proc/self is their own: docs/vpdep.md).  Only
+ * for a program that makes no child of its own. */
+static inline int tp_program_kernel_threads(void)
+{
+	char self[32];
+	snprintf(self, sizeof self, "%d", (int)getpid());
+	int n = tp_status_field(self, "Threads:");
+	DIR *d = opendir("/proc");
+	if (d == NULL || n < 0)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+		    tp_status_field(e->d_name, "PPid:") == (int)getpid()) {
+			int k = tp_status_field(e->d_name, "Threads:");
+			n += k > 0 ? k : 0;
+		}
+	closedir(d);
 	return n;
 }
 

@@ -7,15 +7,26 @@
  * status, a child forked on one kernel thread waited for on another, the
  * alarm and a resource limit set on one seen on the others, and SIGKILL of the program leaving none of its processes behind.
  *
+ * With the argument "creds" (root only, else exit 77), the endings after a
+ * credential change the kernel makes per kernel thread (with the process
+ * VP backend it clears a VP process's parent-death signal, and may forbid
+ * the initial process's helpers to signal it): setuid to nobody through
+ * the C library, a raw setresuid and setfsuid on a thread running off the
+ * initial kernel thread, then SIGKILL of the program; and glibc's tst-setuid2, a raw setresuid on such
+ * a thread, then setresuid on main, which must abort.  None may leave a
+ * process behind.
+ *
  * Each ending runs in a child of a supervisor that made itself the
  * children's subreaper: every process the child leaves behind becomes the
  * supervisor's, which must find no child at all soon after the child's
  * end.  The supervisor makes no thread (no VP of its own). */
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -209,7 +220,21 @@ static void test_procwide(void)
 
 static const char *ending;
 static int ready_fd = -1;
-static atomic_int ended;
+static atomic_int ended, changed;
+
+/* The credential change of ending `what` ("sigkill-..." and "partial"), on
+ * the calling kernel thread only but for setuid (the C library's broadcast). */
+static void change_creds(const char *what)
+{
+	if (strcmp(what, "sigkill-setuid") == 0) {
+		CHECK(setuid(65534) == 0);
+	} else if (strcmp(what, "sigkill-rawuid") == 0 || strcmp(what, "partial") == 0) {
+		CHECK(syscall(SYS_setresuid, 2001, 2002, 2003) == 0);
+	} else if (strcmp(what, "sigkill-fsuid") == 0) {
+		setfsuid(2001);
+		CHECK((int)setfsuid((uid_t)-1) == 2001);
+	}
+}
 
 static void *end_here(void *arg)
 {
@@ -228,7 +253,12 @@ static void *end_here(void *arg)
 		int *volatile bad = (int *)(uintptr_t)8;
 		*bad = 0;
 	}
-	/* "sigkill": tell the supervisor, then stay where we are */
+	change_creds(ending);
+	atomic_store(&changed, 1);
+	if (strcmp(ending, "partial") == 0)
+		for (;;)
+			sched_yield();   /* main goes on */
+	/* "sigkill...": tell the supervisor, then stay where we are */
 	char c = 1;
 	CHECK(write(ready_fd, &c, 1) == 1);
 	for (;;)
@@ -243,8 +273,43 @@ static _Noreturn void child(void)
 	pthread_t t;
 	for (int i = 0; i < 4; i++)
 		CHECK_OK(pthread_create(&t, NULL, end_here, NULL));
+	if (strcmp(ending, "partial") == 0) {
+		while (!atomic_load(&changed)) {
+			struct timespec ms = { 0, 1000000 };
+			nanosleep(&ms, NULL);
+		}
+		/* The threads' credentials differ: glibc aborts. */
+		int r = setresuid(1001, 1002, 1003);
+		fprintf(stderr, "vpsem: setresuid returned %d, did not abort\n", r);
+		_exit(3);
+	}
 	for (;;)
 		pause();
+}
+
+/* SIGKILL every child of this process (the subreaper's, left behind), so
+ * that a failed run leaves nothing running that holds its output open. */
+static void kill_children(void)
+{
+	DIR *d = opendir("/proc");
+	if (d == NULL)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		char path[300], buf[512];
+		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		char *e = strrchr(buf, ')');
+		int ppid;
+		if (e != NULL && sscanf(e + 1, " %*c %d", &ppid) == 1 && ppid == getpid())
+			kill(atoi(de->d_name), SIGKILL);
+	}
+	closedir(d);
 }
 
 /* Run `what` in a child; its wait status.  Then every process it left
@@ -262,7 +327,7 @@ static int run_ending(const char *what)
 		child();
 	}
 	close(p[1]);
-	if (strcmp(what, "sigkill") == 0) {
+	if (strncmp(what, "sigkill", 7) == 0) {
 		char c;
 		CHECK(read(p[0], &c, 1) == 1);
 		CHECK(kill(pid, SIGKILL) == 0);
@@ -281,6 +346,7 @@ static int run_ending(const char *what)
 		if (si.si_pid == 0) {   /* some still alive */
 			if (tp_now_ns() > end) {
 				fprintf(stderr, "vpsem: %s left processes behind\n", what);
+				kill_children();
 				exit(1);
 			}
 			struct timespec ms = { 0, 10000000 };
@@ -305,10 +371,32 @@ static void test_endings(void)
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
-int main(void)
+/* The endings after a credential change of one kernel thread (root). */
+static void test_creds_endings(void)
+{
+	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	const char *kills[] = { "sigkill-setuid", "sigkill-rawuid", "sigkill-fsuid" };
+	for (size_t i = 0; i < sizeof kills / sizeof kills[0]; i++) {
+		int st = run_ending(kills[i]);
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	}
+	int st = run_ending("partial");
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+}
+
+int main(int argc, char **argv)
 {
 	alarm(60);
 	initial_ktid = (pid_t)syscall(SYS_gettid);
+	if (argc > 1 && strcmp(argv[1], "creds") == 0) {
+		if (geteuid() != 0) {
+			puts("vpsem: creds: not root, skipped");
+			return 77;
+		}
+		test_creds_endings();
+		puts("vpsem: creds ok");
+		return 0;
+	}
 	/* The endings first: this process must have no thread (no VP) of its
 	 * own while it reaps whatever its children leave. */
 	test_endings();

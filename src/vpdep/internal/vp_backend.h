@@ -16,6 +16,8 @@ extern const struct vp_backend vp_process_backend VP_HIDDEN;
  * original si_code back (vp_process.c). */
 void vp_process_siginfo(siginfo_t *si) VP_HIDDEN;
 void vp_process_catcher_started(void) VP_HIDDEN;
+/* The program's process-directed signals not yet taken (vp_process.c). */
+uint64_t vp_process_pending(void) VP_HIDDEN;
 /* The CPU time (ns) of the VP processes that have ended: the program's. */
 void vp_process_retired_ns(int64_t *user, int64_t *sys) VP_HIDDEN;
 #endif
