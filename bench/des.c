@@ -22,10 +22,10 @@
  * its next server's VP and waits there; when its window opens, that VP's
  * gate thread (first in the VP's time-stamp order) wakes the window's
  * customers there all at once, and the VP serves them lowest time stamp
- * first, which is what the sequential run does per server.  Nothing is
- * global per event: each VP serves its own customers, and the windows are
- * counted with atomic counters (the customer that empties the open window
- * opens the next, waking one gate per VP).  Output:
+ * first, which is what the sequential run does per server.  No lock is
+ * shared across VPs per event: each VP serves its own customers, and the
+ * windows are counted with atomic counters (the customer that empties the
+ * open window opens the next, waking one gate per VP).  Output:
  *   des-C-V-S T ms vps=N events=E per-vp=E0/E1/.. bound=B end=SIMTIME ... ok
  * where B is the speed-up the windows allow on N VPs with no overhead: the
  * events over the sum, window by window, of the busiest VP's events. */
