@@ -328,24 +328,45 @@ static void reaper_main(void *unused)
  * reads the siginfo. */
 #define FWD_MARK 0x66770000   /* "fw" */
 
-/* Whether kernel thread tid (of thread group tgid) blocks sig now. */
-static bool blocks(pid_t tgid, pid_t tid, int sig)
+/* The text of a small file of /proc, NUL-terminated; its length, or -1. */
+static long read_text(const char *path, char *buf, size_t size)
 {
-	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)tgid, (int)tid);
 	int fd = (int)vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return true;
-	long n = vp_syscall(SYS_read, fd, buf, sizeof buf - 1);
+		return -1;
+	long n = vp_syscall(SYS_read, fd, buf, size - 1);
 	vp_syscall(SYS_close, fd);
 	if (n <= 0)
-		return true;
+		return -1;
 	buf[n] = 0;
-	char *p = strstr(buf, "SigBlk:");
-	if (p == NULL)
-		return true;
-	unsigned long long m = strtoull(p + 7, NULL, 16);
-	return (m >> (sig - 1)) & 1;
+	return n;
+}
+
+/* The union of the masks on the lines `fields` (each NUL-terminated, an
+ * empty one last) of /proc/PID/status (thread pid of pid's); `unknown` if
+ * it cannot be read or has none of them. */
+static uint64_t status_mask(pid_t pid, const char *fields, uint64_t unknown)
+{
+	char path[48], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)pid);
+	if (read_text(path, buf, sizeof buf) < 0)
+		return unknown;
+	uint64_t m = 0;
+	bool found = false;
+	for (const char *f = fields; *f; f += strlen(f) + 1) {
+		char *p = strstr(buf, f);
+		if (p != NULL) {
+			m |= strtoull(p + strlen(f), NULL, 16);
+			found = true;
+		}
+	}
+	return found ? m : unknown;
+}
+
+/* Whether process pid's kernel thread blocks sig now (yes if unknown). */
+static bool blocks(pid_t pid, int sig)
+{
+	return (status_mask(pid, "SigBlk:\0", ~0ULL) >> (sig - 1)) & 1;
 }
 
 /* Queue the forwarded copy f to VP 0's kernel thread or a VP process that
@@ -353,13 +374,13 @@ static bool blocks(pid_t tgid, pid_t tid, int sig)
 static bool forward(int sig, siginfo_t *f)
 {
 	pid_t p = program();
-	if (!blocks(p, p, sig) && vp_syscall(SYS_rt_tgsigqueueinfo, p, p, sig, f) == 0)
+	if (!blocks(p, sig) && vp_syscall(SYS_rt_tgsigqueueinfo, p, p, sig, f) == 0)
 		return true;
 	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
 	for (int i = 0; i < hi; i++) {
 		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
 		if (pid <= 0 || atomic_load_explicit(&procs[i].ending, memory_order_acquire) ||
-		    blocks(pid, pid, sig))
+		    blocks(pid, sig))
 			continue;
 		if (vp_syscall(SYS_rt_tgsigqueueinfo, pid, pid, sig, f) == 0)
 			return true;
@@ -417,33 +438,11 @@ static void forwarder_wake(void)
 	vp_syscall(SYS_rt_tgsigqueueinfo, program(), t, SIGURG, &si);
 }
 
-/* The mask on line `field` of /proc/PID/status (thread tid of pid's);
- * 0 if unknown. */
-static uint64_t status_mask(pid_t pid, const char *field)
-{
-	char path[48], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)pid);
-	int fd = (int)vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	long n = vp_syscall(SYS_read, fd, buf, sizeof buf - 1);
-	vp_syscall(SYS_close, fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	uint64_t m = 0;
-	for (const char *f = field; *f; f += strlen(f) + 1) {
-		char *p = strstr(buf, f);
-		if (p != NULL)
-			m |= strtoull(p + strlen(f), NULL, 16);
-	}
-	return m;
-}
 
 /* The signals with a handler (the initial process's SigCgt). */
 static uint64_t caught(void)
 {
-	return status_mask(program(), "SigCgt:\0");
+	return status_mask(program(), "SigCgt:\0", 0);
 }
 
 static _Atomic uint64_t forwarder_held;
@@ -453,12 +452,12 @@ static _Atomic uint64_t forwarder_held;
 uint64_t vp_process_pending(void)
 {
 	uint64_t m = atomic_load_explicit(&forwarder_held, memory_order_acquire) |
-		     status_mask(program(), "SigPnd:\0ShdPnd:\0");
+		     status_mask(program(), "SigPnd:\0ShdPnd:\0", 0);
 	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
 	for (int i = 0; i < hi; i++) {
 		pid_t pid = atomic_load_explicit(&procs[i].pid, memory_order_acquire);
 		if (pid > 0)
-			m |= status_mask(pid, "SigPnd:\0ShdPnd:\0");
+			m |= status_mask(pid, "SigPnd:\0ShdPnd:\0", 0);
 	}
 	return m | vp_get_sigpending();
 }
@@ -842,14 +841,8 @@ static pid_t process_ppid(void)
 	/* The initial process's parent, which may change: field 4 of its stat. */
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/stat", p);
-	int fd = (int)vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_text(path, buf, sizeof buf) < 0)
 		return 1;
-	long n = vp_syscall(SYS_read, fd, buf, sizeof buf - 1);
-	vp_syscall(SYS_close, fd);
-	if (n <= 0)
-		return 1;
-	buf[n] = 0;
 	char *e = strrchr(buf, ')');   /* the name may hold anything */
 	int ppid = 1;
 	if (e == NULL || sscanf(e + 1, " %*c %d", &ppid) != 1)
