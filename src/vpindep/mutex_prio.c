@@ -255,3 +255,16 @@ int prio_current(void)
 {
 	return ult_self()->sched_param.sched_priority;
 }
+
+int prio_param_view(struct ult *t)
+{
+	int p = t->sched_param.sched_priority;
+	if (t->prio_nheld == 0)
+		return p;
+	spin_lock(&prio_lock);
+	for (int i = 0; i < t->prio_nheld; i++)
+		if (t->prio_ceil[i] > p)
+			p = t->prio_ceil[i];
+	spin_unlock(&prio_lock);
+	return p;
+}

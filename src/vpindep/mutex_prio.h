@@ -24,6 +24,10 @@ void prio_thread_exit(struct ult *t);
 void prio_fork_child(void);
 /* The caller's own priority, boosts left out (a PP ceiling below it: EINVAL). */
 int prio_current(void);
+/* t's sched_priority as the kernel's sched_getparam shows it on NPTL:
+ * raised to the ceilings of the PP mutexes t holds (glibc's tpp.c sets
+ * them on the kernel thread), a PI boost left out (the kernel's own). */
+int prio_param_view(struct ult *t);
 /* mutex.c: the priority of m's first waiter, -1 if none (takes m's lock). */
 int mutex_top_waiter(pthread_mutex_t *m);
 

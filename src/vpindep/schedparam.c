@@ -177,7 +177,9 @@ int ppl_sched_getparam(pid_t pid, struct sched_param *p)
 		return (int)vp_task_getparam(pid, p);
 	if (p == NULL)
 		return fail(EINVAL);
-	return vp_copy_out(p, &t->sched_param, sizeof *p) ? fail(EFAULT) : 0;
+	struct sched_param sp = t->sched_param;
+	sp.sched_priority = prio_param_view(t);   /* the kernel's view */
+	return vp_copy_out(p, &sp, sizeof *p) ? fail(EFAULT) : 0;
 }
 
 /* The initial thread starts with what its kernel thread has (a program
