@@ -65,29 +65,31 @@ static int64_t slice_ns;       /* 0: preemption off */
 
 _Atomic int preempt_npending PPL_HIDDEN;
 
-static bool protected_pc(uintptr_t pc)
+/* The protected text range holding pc, or NULL. */
+static const struct range *range_at(uintptr_t pc)
 {
 	for (int i = 0; i < nranges; i++)
 		if (pc >= ranges[i].lo && pc < ranges[i].hi)
-			return true;
-	return false;
+			return &ranges[i];
+	return NULL;
+}
+
+static bool protected_pc(uintptr_t pc)
+{
+	return range_at(pc) != NULL;
 }
 
 /* pc is in another run time's text (the C library, a sanitizer's, ...). */
 static bool foreign_pc(uintptr_t pc)
 {
-	for (int i = 0; i < nranges; i++)
-		if (pc >= ranges[i].lo && pc < ranges[i].hi)
-			return !ranges[i].own;
-	return false;
+	const struct range *r = range_at(pc);
+	return r != NULL && !r->own;
 }
 
 static bool own_pc(uintptr_t pc)
 {
-	for (int i = 0; i < nranges; i++)
-		if (pc >= ranges[i].lo && pc < ranges[i].hi)
-			return ranges[i].own;
-	return false;
+	const struct range *r = range_at(pc);
+	return r != NULL && r->own;
 }
 
 /* Who called libppl: the first return address out of libppl's text, found
