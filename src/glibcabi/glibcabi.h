@@ -3,7 +3,7 @@
  * docs/vpdep.md) that vpindep and a VP backend both use.
  *
  * TLS blocks and thread descriptors (tls.c), the fork handlers' registration
- * and the single-threaded flag (libc_state.c, and inline below).
+ * and the single-threaded flag (libc_state.c).
  *
  * Thread-local storage modes:
  * shared:     user threads run on their VP's glibc TLS block; the scheduler
@@ -108,16 +108,17 @@ int glibcabi_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(v
 
 /* glibc's __libc_single_threaded: true until a second kernel thread exists.
  * libppl clears it when user threads may interleave (its VPs start, or a
- * thread is cancelled asynchronously); read on the mutex fast path. */
+ * thread is cancelled asynchronously); read on the mutex fast path.  A
+ * program with a copy relocation of it has two (libc_state.c):
+ * glibcabi_set_multi_threaded clears both, glibcabi_state_init (at
+ * start-up, before any other thread) finds the C library's own. */
 extern char __libc_single_threaded;
 static inline bool glibcabi_single_threaded(void)
 {
 	return __atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED) != 0;
 }
-static inline void glibcabi_set_multi_threaded(void)
-{
-	__atomic_store_n(&__libc_single_threaded, 0, __ATOMIC_RELAXED);
-}
+void glibcabi_state_init(void);
+void glibcabi_set_multi_threaded(void);
 
 
 /* glibc's private view of __pthread_unwind_buf_t (its nptl/descr.h): the

@@ -984,14 +984,12 @@ void glibcabi_kthread_start(bool reused)
 	tls_thread_start(reused);
 }
 
-extern char __libc_single_threaded;
-
 void glibcabi_process_threaded(void)
 {
 	static _Atomic bool done;
 	if (gate_why != NULL || atomic_exchange(&done, true))
 		return;
-	__libc_single_threaded = 0;
+	glibcabi_set_multi_threaded();
 	/* malloc skips its arena locks on a thread whose descriptor says it is
 	 * the only one (the initial thread's, until a pthread_create). */
 	__atomic_store_n(&F(main_tp, L->multiple_threads, int), 1, __ATOMIC_RELAXED);

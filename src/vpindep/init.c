@@ -37,6 +37,7 @@ void ppl_init(void)
 	if (atomic_exchange(&done, 1))
 		return;
 	ppl_env_init();
+	glibcabi_state_init();
 	stack_init();
 	tls_mode_init(ppl_env_tls_per_thread, ppl_env_tls_switch);
 	if (ppl_rt.debug >= 1) {
