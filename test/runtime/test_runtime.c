@@ -225,6 +225,11 @@ static void test_stale_after_burst(void **state)
 
 int main(void)
 {
+	/* An assertion that fails in a thread other than main's finds no
+	 * running test in cmocka's thread-local state: it calls exit(-1) and
+	 * drops the buffered message (silent deaths with status 255).  Abort
+	 * with the message instead. */
+	setenv("CMOCKA_TEST_ABORT", "1", 0);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vp_count),
 		cmocka_unit_test(test_idle_uses_no_cpu),

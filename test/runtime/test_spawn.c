@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -349,6 +350,11 @@ static void test_plain_join_detach_free(void **state)
 int main(void)
 {
 	alarm(60);
+	/* An assertion that fails in a thread other than main's finds no
+	 * running test in cmocka's thread-local state: it calls exit(-1) and
+	 * drops the buffered message (silent deaths with status 255).  Abort
+	 * with the message instead. */
+	setenv("CMOCKA_TEST_ABORT", "1", 0);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ints),
 		cmocka_unit_test(test_floating),
