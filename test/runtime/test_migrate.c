@@ -150,17 +150,46 @@ static void test_ring(void **state)
 
 /* ---- each state ------------------------------------------------------------ */
 
-static sem_t go, back;
+static sem_t go;
 static atomic_int spin_flag;
 static atomic_int seen_vp;
+
+/* A thread that waits in pthread_cond_wait until released.  The caller
+ * knows it is parked once it holds park_m after park_state 1: the waiter
+ * released park_m inside the wait, and a wait's queue lock is held until
+ * its switch has saved it, so the release wakes it only from there.  The
+ * semaphore hand-off this replaces (sem_post, a 1 ms sleep, then the
+ * move) lost to a loaded machine: a waiter still running on another VP
+ * found its semaphore posted and never switched, so a move meant for its
+ * next switch came too late (test_ready, seen VP 1 for 2; the silent
+ * deaths of test_states). */
+static pthread_mutex_t park_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cv = PTHREAD_COND_INITIALIZER;
+static int park_state;   /* 0 starting, 1 waiting, 2 released */
 
 static void *parked(void *arg)
 {
 	(void)arg;
-	sem_post(&back);
-	sem_wait(&go);   /* migrated while parked here */
+	pthread_mutex_lock(&park_m);
+	park_state = 1;
+	pthread_cond_broadcast(&park_cv);
+	while (park_state != 2)
+		pthread_cond_wait(&park_cv, &park_m);   /* migrated while parked here */
 	atomic_store(&seen_vp, ppl_current_vp());
+	pthread_mutex_unlock(&park_m);
 	return NULL;
+}
+
+/* Starts parked() and returns with park_m held once it waits. */
+static pthread_t start_parked(void)
+{
+	pthread_t t;
+	park_state = 0;
+	assert_int_equal(pthread_create(&t, NULL, parked, NULL), 0);
+	pthread_mutex_lock(&park_m);
+	while (park_state != 1)
+		pthread_cond_wait(&park_cv, &park_m);
+	return t;
 }
 
 static void *running(void *arg)
@@ -176,16 +205,16 @@ static void *running(void *arg)
 
 static void states(void)
 {
-	sem_init(&go, 0, 0);
-	sem_init(&back, 0, 0);
 	for (int to = 0; to < nvps; to++) {
 		pthread_t t;
 		atomic_store(&seen_vp, -1);
-		assert_int_equal(pthread_create(&t, NULL, parked, NULL), 0);
-		sem_wait(&back);
-		usleep(1000);
+		t = start_parked();
 		assert_int_equal(ppl_migrate(t, to), 0);
-		sem_post(&go);
+		/* Unlocked first: woken, it must not park again on park_m,
+		 * since the move holds only until it arrives. */
+		park_state = 2;
+		pthread_mutex_unlock(&park_m);
+		pthread_cond_broadcast(&park_cv);
 		assert_int_equal(pthread_join(t, NULL), 0);
 		assert_int_equal(atomic_load(&seen_vp), to);
 
@@ -207,22 +236,23 @@ static void states(void)
 
 /* Ready: pinned to the caller's VP while parked, then woken by the caller,
  * it waits on that VP's queue (nobody may steal it, the caller does not
- * yield); migrating it moves its pin and it runs on its destination. */
+ * yield); migrating it moves its pin and it runs on its destination.
+ * park_m stays held across the move: should the broadcast's preemption
+ * point yield VP 0 to it, it waits for park_m there, pinned, and still
+ * moves. */
 static void ready(void)
 {
-	sem_init(&go, 0, 0);
-	sem_init(&back, 0, 0);
 	assert_int_equal(ppl_pin(pthread_self(), 0), 0);
 	for (int to = 0; to < nvps; to++) {
 		pthread_t t;
 		atomic_store(&seen_vp, -1);
-		assert_int_equal(pthread_create(&t, NULL, parked, NULL), 0);
-		sem_wait(&back);
-		usleep(1000);
+		t = start_parked();
 		assert_int_equal(ppl_pin(t, 0), 0);
-		sem_post(&go);   /* ready on VP 0's queue */
+		park_state = 2;
+		pthread_cond_broadcast(&park_cv);   /* ready on VP 0's queue */
 		assert_int_equal(ppl_migrate(t, to), 0);
 		assert_int_equal(ppl_pinned(t), to);
+		pthread_mutex_unlock(&park_m);
 		assert_int_equal(pthread_join(t, NULL), 0);
 		assert_int_equal(atomic_load(&seen_vp), to);
 	}
