@@ -317,7 +317,6 @@ static void test_pin(void **state)
 
 static ppl_vpset_t set12;
 static atomic_int used[4];
-static sem_t set_go;
 
 static ppl_vpset_t vpset(int a, int b)
 {
@@ -359,15 +358,6 @@ static void *set_loop(void *arg)
 	return (void *)(intptr_t)bad;
 }
 
-/* Pinned by another thread while it waits, then woken: runs in its set. */
-static void *set_waiter(void *arg)
-{
-	(void)arg;
-	sem_wait(&set_go);
-	int vp = ppl_current_vp();
-	return (void *)(intptr_t)(vp == 0 || vp == 3 ? 0 : 1);
-}
-
 static void test_pin_set(void **state)
 {
 	(void)state;
@@ -386,14 +376,17 @@ static void test_pin_set(void **state)
 
 	ppl_vpset_t s03 = vpset(0, 3), got, empty;
 	ppl_vpset_zero(&empty);
-	sem_init(&set_go, 0, 0);
-	assert_int_equal(pthread_create(&t[0], NULL, set_waiter, NULL), 0);
-	usleep(2000);   /* parked, most likely */
+	/* Pinned by another thread while it waits, then woken: runs in its
+	 * set (parked(): certainly parked, not "most likely" after 2 ms). */
+	atomic_store(&seen_vp, -1);
+	t[0] = start_parked();
 	assert_int_equal(ppl_pin_set(t[0], &s03), 0);
-	sem_post(&set_go);
-	void *bad;
-	assert_int_equal(pthread_join(t[0], &bad), 0);
-	assert_int_equal((int)(intptr_t)bad, 0);
+	park_state = 2;
+	pthread_mutex_unlock(&park_m);
+	pthread_cond_broadcast(&park_cv);
+	assert_int_equal(pthread_join(t[0], NULL), 0);
+	int vp = atomic_load(&seen_vp);
+	assert_true(vp == 0 || vp == 3);
 
 	/* Errors: no set, an empty one, one of VPs that do not exist. */
 	pthread_t self = pthread_self();
