@@ -99,7 +99,10 @@ static void xid_handler(int sig, siginfo_t *si, void *uc)
 	}
 }
 
-static void xid_install(void)
+/* Also before a backend sends SIGSETXID for its own ends (the process
+ * backend's watcher_stop): with no handler its default action ends the
+ * whole thread group of the kernel thread it reaches. */
+void vp_setxid_install(void)
 {
 	static _Atomic int installed;
 	if (atomic_load_explicit(&installed, memory_order_acquire))
@@ -192,7 +195,7 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	long nr = xid_nr[op];
 	*bad_tid = 0;
 	*bad_err = 0;
-	xid_install();
+	vp_setxid_install();
 	lock();
 	pid_t self = (pid_t)vp_syscall(SYS_gettid);
 	xid.nr = nr;

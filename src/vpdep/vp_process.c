@@ -580,7 +580,9 @@ static int start_managers(void)
  * stops it with a SIGSETXID after setting p->unwatch (watcher_stop): the
  * VP process then ends with its last thread, as without a watcher (a
  * thread the C library made there, glibc's aio helper, may outlive the
- * VP). */
+ * VP).  setxid.c's handler is installed before the first VP process
+ * starts: SIGSETXID's default action ends the thread group, which had
+ * killed those threads as their VP retired (tp_aio_retire). */
 static _Noreturn void watcher_main(void *arg)
 {
 	struct proc *p = arg;
@@ -709,6 +711,9 @@ static int process_create(struct vp *vp)
 	/* The handle is the thread pointer, as the kthread backend's
 	 * pthread_t is: stored before the process runs. */
 	vp->handle = (uintptr_t)tp;
+	/* Its watcher is stopped with SIGSETXID (watcher_stop), whose
+	 * default action would end the VP process and every thread in it. */
+	vp_setxid_install();
 	err = ask(REQ_VP, p, NULL, NULL);
 	if (err) {
 		vp_stack_unmap(p->stack, p->stack_size);

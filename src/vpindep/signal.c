@@ -385,11 +385,13 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	return old && put_set(old, cur) ? EFAULT : 0;
 }
 
-/* The kernel's pending set of the kernel thread (process-directed signals
- * and the few that wait on it) and the user thread's own. */
+/* The program's process-directed signals wherever the VP backend keeps
+ * them (the process backend's forwarder holds one every thread blocks:
+ * vp_program_sigpending), the few that wait on the kernel thread, and the
+ * user thread's own; never libppl's own signals. */
 int ppl_sigpending(sigset_t *set)
 {
-	uint64_t pend = vp_get_sigpending();
+	uint64_t pend = vp_program_sigpending() & ~(SIG_INTERNAL | SIG_RESERVED);
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v != NULL && v->current != NULL)
 		pend |= atomic_load_explicit(&v->current->sigpending, memory_order_acquire);

@@ -40,6 +40,10 @@ int vp_tgroup_in_group(pid_t tid, int (*fn)(void *), void *arg) VP_HIDDEN;
 	.pid = vp_tgroup_pid, .ppid = vp_tgroup_ppid,                                     \
 	.each_process = vp_tgroup_each_process, .in_group = vp_tgroup_in_group
 
+/* Installs libppl's SIGSETXID handler (setxid.c; once, for every thread
+ * group sharing the handlers): before anything sends SIGSETXID, whose
+ * default action ends a thread group. */
+void vp_setxid_install(void) VP_HIDDEN;
 /* A helper kernel thread's signal mask, set by itself first thing: only
  * faults and SIGSETXID unblocked (tgroup.c). */
 void vp_helper_sigmask(void) VP_HIDDEN;
