@@ -84,20 +84,53 @@ static char *tcb_at(struct tcb_chunk *c, size_t g, size_t i)
 	return (char *)c + P.meta_bytes + g * P.group_bytes + i * P.stride;
 }
 
+/* Chunks are carved from regions of REGION_CHUNKS, aligned to their
+ * size, so that they share upper page tables: mapped one by one, between
+ * the stack arenas, each took a page table of every level of its own,
+ * which fork copied.  Under an address-space limit (RLIMIT_AS counts what
+ * is reserved) one chunk at a time. */
+#define REGION_CHUNKS 16
+static char *region_cur, *region_end;   /* under lock */
+
+static char *map_aligned(size_t bytes)
+{
+	char *m = vp_stack_map(2 * bytes);
+	if (m == NULL)
+		return NULL;
+	char *a = (char *)(((uintptr_t)m + bytes - 1) & ~(uintptr_t)(bytes - 1));
+	if (a > m)
+		vp_stack_unmap(m, (size_t)(a - m));
+	if (a + bytes < m + 2 * bytes)
+		vp_stack_unmap(a + bytes, (size_t)(m + 2 * bytes - (a + bytes)));
+	return a;
+}
+
+static char *reserve_chunk(void)
+{
+	if (region_cur == region_end) {
+		size_t bytes = vp_limit_address_space() ? CHUNK_BYTES : REGION_CHUNKS * CHUNK_BYTES;
+		char *a = map_aligned(bytes);
+		if (a == NULL && bytes > CHUNK_BYTES)
+			a = map_aligned(bytes = CHUNK_BYTES);
+		if (a == NULL)
+			return NULL;
+		region_cur = a;
+		region_end = a + bytes;
+	}
+	char *a = region_cur;
+	region_cur += CHUNK_BYTES;
+	return a;
+}
+
 /* A new chunk, aligned to its size; caller holds lock.  NULL: no memory. */
 static struct tcb_chunk *chunk_new(void)
 {
 	uint32_t n = atomic_load_explicit(&P.nchunks, memory_order_relaxed);
 	if (n == MAX_CHUNKS)
 		return NULL;
-	char *m = vp_stack_map(2 * CHUNK_BYTES);
-	if (m == NULL)
+	char *a = reserve_chunk();
+	if (a == NULL)
 		return NULL;
-	char *a = (char *)(((uintptr_t)m + CHUNK_BYTES - 1) & ~(uintptr_t)(CHUNK_BYTES - 1));
-	if (a > m)
-		vp_stack_unmap(m, (size_t)(a - m));
-	if (a + CHUNK_BYTES < m + 2 * CHUNK_BYTES)
-		vp_stack_unmap(a + CHUNK_BYTES, (size_t)(m + 2 * CHUNK_BYTES - (a + CHUNK_BYTES)));
 	struct tcb_chunk *c = (struct tcb_chunk *)a;   /* zeroed: nothing carved, no group cold */
 	c->index = n;
 	if (__lsan_register_root_region)
