@@ -19,6 +19,10 @@
 #define MADV_GUARD_REMOVE 103
 #endif
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
 static _Atomic int guard_mode;     /* 0 unknown, 1 madvise, 2 mprotect */
 
 void *vp_stack_map(size_t bytes)
@@ -26,6 +30,28 @@ void *vp_stack_map(size_t bytes)
 	void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	return a == MAP_FAILED ? NULL : a;
+}
+
+bool vp_stack_punch(void *lo, size_t bytes)
+{
+	int saved = errno;
+	bool ok = munmap(lo, bytes) == 0;
+	errno = saved;
+	return ok;
+}
+
+bool vp_stack_refill(void *lo, size_t bytes)
+{
+	int saved = errno;
+	/* NOREPLACE: whatever was mapped there since stays (EEXIST); a
+	 * kernel before 4.17 takes the address as a hint only. */
+	void *a = mmap(lo, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK | MAP_FIXED_NOREPLACE,
+		       -1, 0);
+	if (a != MAP_FAILED && a != lo)
+		munmap(a, bytes);
+	errno = saved;
+	return a == lo;
 }
 
 void *vp_mem_map(size_t bytes)

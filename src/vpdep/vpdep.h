@@ -529,6 +529,13 @@ int vp_gettid(void);
  * errno (ENOMEM: try a smaller one). */
 void *vp_stack_map(size_t bytes);
 void vp_stack_unmap(void *lo, size_t bytes);
+/* Unmap part of a stack arena, leaving a hole whose page tables the
+ * kernel frees once nothing else maps their range: false if it would not
+ * (ENOMEM: the split would pass vm.max_map_count), the range then intact. */
+bool vp_stack_punch(void *lo, size_t bytes);
+/* Map a hole made by vp_stack_punch again, at exactly `lo`: false if the
+ * range was taken by another mapping meanwhile, or no memory. */
+bool vp_stack_refill(void *lo, size_t bytes);
 /* Private zeroed memory of `bytes` for libppl's own buffers (not a stack),
  * or NULL with errno. */
 void *vp_mem_map(size_t bytes);

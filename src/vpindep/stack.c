@@ -9,12 +9,15 @@
  * memory itself is vpdep's: stackmem.c).
  *
  * Freed stacks go back to their size class's free list (Ariadne's shell
- * recycling).  Past a bound, a freed stack's pages are returned to the
- * kernel with MADV_DONTNEED but its slot stays carved and guarded.  The
- * free list lives outside the slots, so that such a cold slot keeps no
- * page, and on Linux 6.14+ no page table either: fork copies the page
- * tables of every resident stack, so ten thousand stacks with one page
- * each made each fork ~50 ms instead of NPTL's 0.4 ms.
+ * recycling).  Past a bound, a freed stack's slot is unmapped, a hole in
+ * its arena that the slot's address on the free list keeps for it (mapped
+ * again when taken), so that it keeps no page and, once its neighbours
+ * are holes too, no page table of any level: fork copies every page table
+ * of a mapping, so ten thousand stacks with one page each made each fork
+ * ~50 ms instead of NPTL's 0.4 ms, and the upper tables of the emptied
+ * arenas alone (one per GiB) still 0.3 ms.  Past a bound of holes (each
+ * may split the arena's mapping) a cold slot stays mapped and is zapped
+ * with MADV_DONTNEED instead.  The free list lives outside the slots.
  *
  * A class's arenas start at 8 slots and double up to 1 GiB: RLIMIT_AS
  * counts reserved address space, MAP_NORESERVE or not, so a process that
@@ -38,13 +41,22 @@
 #define ARENA_BYTES (1UL << 30)    /* reserved per arena; virtual only */
 #define CLASS_MAX 32               /* distinct (size, guard) classes kept */
 #define HOT_STACKS 64              /* freed stacks per class kept resident, */
-#define HOT_BYTES (40UL << 20)     /* and at most this much (NPTL's stack cache) */
+#define HOT_BYTES (8UL << 20)      /* and at most this much (thread.c keeps 40 MiB more) */
 #define CHUNK_SLOTS 254            /* free slots per chunk (a 2 KiB chunk) */
 #define FIRST_ARENA_SLOTS 8        /* a class's first arena; each next doubles */
 
 /* A class's free slots: a LIFO of their addresses, in chunks.  A slot's
  * address | COLD: its pages, and its guard if a marker, are gone. */
 #define COLD 1
+/* A slot's address | HOLE: the slot is unmapped, a hole in its arena
+ * (vp_stack_punch), so that the page tables of a run of cold slots go back
+ * too: MADV_DONTNEED frees a page table only when it zaps a whole one
+ * (Linux 6.14+, and only the last level), and fork copies every page
+ * table of a mapping, however empty.  A hole may split the arena's
+ * mapping in two: at most HOLES_MAX of them, so that they take at most
+ * that many of the process's vm.max_map_count (65530) mappings. */
+#define HOLE 2
+#define HOLES_MAX 16384
 struct free_chunk {
 	struct free_chunk *next;
 	size_t n;
@@ -63,6 +75,7 @@ struct size_class {
 static spin_t lock;                /* protects classes; held only briefly */
 static struct size_class classes[CLASS_MAX];
 static int nclasses;
+static size_t holes;               /* slots listed with HOLE, under lock */
 
 static size_t page_size(void)
 {
@@ -184,6 +197,13 @@ static int carve(struct size_class *c, char **slot)
 		}
 		c->cur = (char *)(((uintptr_t)a + align - 1) & ~(uintptr_t)(align - 1));
 		c->end = c->cur + bytes;
+		/* The slack of the alignment goes: a mapping between two
+		 * arenas would keep their shared upper page table when every
+		 * slot around it is a hole. */
+		if (c->cur > a)
+			vp_stack_unmap(a, (size_t)(c->cur - a));
+		if (a + bytes + align - page_size() > c->end)
+			vp_stack_unmap(c->end, (size_t)(a + bytes + align - page_size() - c->end));
 	}
 	*slot = c->cur;
 	c->cur += stride;
@@ -229,21 +249,39 @@ static int alloc(size_t size, size_t guard, struct stack *out)
 		slot_layout(c, slot, out);
 		return 0;
 	}
-	struct free_chunk *f = c->free;
-	uintptr_t e = (uintptr_t)f->slot[--f->n];
-	c->nfree--;
-	if (f->n == 0)
-		c->free = f->next;
-	else
-		f = NULL;
-	spin_unlock(&lock);
-	free(f);
-	slot_layout(c, (char *)(e & ~(uintptr_t)COLD), out);
-	if ((e & COLD) && guard && install_guard(out->guard_lo, guard) != 0) {
-		vp_stack_unmap(out->guard_lo, size + guard);   /* a hole in the arena */
-		return EAGAIN;
+	for (;;) {
+		struct free_chunk *f = c->free;
+		uintptr_t e = (uintptr_t)f->slot[--f->n];
+		c->nfree--;
+		if (e & HOLE)
+			holes--;
+		if (f->n == 0)
+			c->free = f->next;
+		else
+			f = NULL;
+		spin_unlock(&lock);
+		free(f);
+		char *slot = (char *)(e & ~(uintptr_t)(COLD | HOLE));
+		/* Another mapping may have taken the hole: forget the slot. */
+		if ((e & HOLE) && !vp_stack_refill(slot, c->stride)) {
+			spin_lock(&lock);
+			if (c->free == NULL) {
+				int err = carve(c, &slot);
+				spin_unlock(&lock);
+				if (err)
+					return err;
+				slot_layout(c, slot, out);
+				return 0;
+			}
+			continue;
+		}
+		slot_layout(c, slot, out);
+		if ((e & (COLD | HOLE)) && guard && install_guard(out->guard_lo, guard) != 0) {
+			vp_stack_unmap(out->guard_lo, size + guard);   /* a hole in the arena */
+			return EAGAIN;
+		}
+		return 0;
 	}
-	return 0;
 }
 
 /* Give a slot up for good: a private mapping, or no memory to list it
@@ -290,6 +328,9 @@ void stack_free(struct stack *s)
 	struct size_class *c = class_for(s->size, s->guard);
 	size_t hot = c != NULL && HOT_BYTES / c->stride < HOT_STACKS ? HOT_BYTES / c->stride : HOT_STACKS;
 	bool cold = c != NULL && c->nfree >= hot;
+	bool hole = cold && holes < HOLES_MAX;
+	if (hole)
+		holes++;   /* reserved; given back below if not made */
 	spin_unlock(&lock);
 	if (c == NULL) {
 		drop(s);
@@ -297,7 +338,9 @@ void stack_free(struct stack *s)
 	}
 	char *slot = (char *)s->lo + s->size - c->stride;
 	uintptr_t entry = (uintptr_t)slot;
-	if (cold) {
+	if (hole && vp_stack_punch(slot, c->stride)) {
+		entry |= HOLE;
+	} else if (cold) {
 		/* Before it is listed: then another thread may take it.  A
 		 * guard marker keeps its page table: remove it, so that the
 		 * whole slot, page tables too, goes back. */
@@ -311,6 +354,10 @@ void stack_free(struct stack *s)
 	struct free_chunk *fresh = NULL;   /* malloc'd outside the lock */
 	for (;;) {
 		spin_lock(&lock);
+		if (hole && !(entry & HOLE)) {
+			holes--;
+			hole = false;
+		}
 		if (c->free != NULL && c->free->n < CHUNK_SLOTS)
 			break;
 		if (fresh != NULL) {
@@ -323,6 +370,11 @@ void stack_free(struct stack *s)
 		spin_unlock(&lock);
 		fresh = malloc(sizeof *fresh);
 		if (fresh == NULL) {
+			if (entry & HOLE) {
+				spin_lock(&lock);
+				holes--;
+				spin_unlock(&lock);
+			}
 			drop(s);
 			return;
 		}

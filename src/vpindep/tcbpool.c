@@ -23,8 +23,15 @@
 #include "tcbpool.h"
 #include "ult.h"
 
-#define CHUNK_BYTES (2UL << 20)    /* a page table's reach */
-#define MAX_CHUNKS 16384           /* 32 GiB of TCBs: 26 million */
+/* A chunk is 32 MiB, so that a burst's TCBs share their upper page
+ * tables and the page of their records: mapped 2 MiB at a time between
+ * the stack arenas, each chunk kept a table of every level of its own,
+ * which fork copied.  Under an address-space limit (RLIMIT_AS counts what
+ * is reserved) 2 MiB. */
+#define CHUNK_BYTES (32UL << 20)
+#define SMALL_CHUNK_BYTES (2UL << 20)
+#define PT_REACH (2UL << 20)       /* what one last-level page table maps */
+#define MAX_CHUNKS 16384
 
 struct tcb_group {
 	uint32_t cold;             /* bit i: its TCB i is cold (under lock) */
@@ -41,6 +48,7 @@ struct tcb_chunk {
 
 /* Named for tools/gdb/libppl.py, which walks it. */
 struct tcb_pool {
+	size_t chunk_bytes;        /* a power of two; each chunk aligned to it */
 	size_t stride;             /* bytes per TCB (a multiple of 64) */
 	size_t per_group;          /* TCBs per group */
 	size_t group_bytes;        /* whole pages */
@@ -68,20 +76,34 @@ static int32_t cold_head = -1;     /* groups with a cold TCB, under lock */
 static void geometry(void)
 {
 	size_t page = stack_page_size();
+	P.chunk_bytes = vp_limit_address_space() ? SMALL_CHUNK_BYTES : CHUNK_BYTES;
 	P.stride = (sizeof(struct ult) + 63) & ~(size_t)63;
 	P.group_bytes = (P.stride + page - 1) / page * page;
 	P.per_group = P.group_bytes / P.stride;
 	if (P.per_group > 32)
 		P.per_group = 32;          /* the bits of `cold` */
-	size_t groups = CHUNK_BYTES / P.group_bytes;
+	size_t groups = P.chunk_bytes / P.group_bytes;
 	P.meta_bytes = (sizeof(struct tcb_chunk) + groups * sizeof(struct tcb_group) + page - 1) /
 		       page * page;
-	P.per_chunk = (CHUNK_BYTES - P.meta_bytes) / P.group_bytes;
+	P.per_chunk = (P.chunk_bytes - P.meta_bytes) / P.group_bytes;
 }
 
 static char *tcb_at(struct tcb_chunk *c, size_t g, size_t i)
 {
 	return (char *)c + P.meta_bytes + g * P.group_bytes + i * P.stride;
+}
+
+static char *map_aligned(size_t bytes)
+{
+	char *m = vp_stack_map(2 * bytes);
+	if (m == NULL)
+		return NULL;
+	char *a = (char *)(((uintptr_t)m + bytes - 1) & ~(uintptr_t)(bytes - 1));
+	if (a > m)
+		vp_stack_unmap(m, (size_t)(a - m));
+	if (a + bytes < m + 2 * bytes)
+		vp_stack_unmap(a + bytes, (size_t)(m + 2 * bytes - (a + bytes)));
+	return a;
 }
 
 /* A new chunk, aligned to its size; caller holds lock.  NULL: no memory. */
@@ -90,18 +112,13 @@ static struct tcb_chunk *chunk_new(void)
 	uint32_t n = atomic_load_explicit(&P.nchunks, memory_order_relaxed);
 	if (n == MAX_CHUNKS)
 		return NULL;
-	char *m = vp_stack_map(2 * CHUNK_BYTES);
-	if (m == NULL)
+	char *a = map_aligned(P.chunk_bytes);
+	if (a == NULL)
 		return NULL;
-	char *a = (char *)(((uintptr_t)m + CHUNK_BYTES - 1) & ~(uintptr_t)(CHUNK_BYTES - 1));
-	if (a > m)
-		vp_stack_unmap(m, (size_t)(a - m));
-	if (a + CHUNK_BYTES < m + 2 * CHUNK_BYTES)
-		vp_stack_unmap(a + CHUNK_BYTES, (size_t)(m + 2 * CHUNK_BYTES - (a + CHUNK_BYTES)));
 	struct tcb_chunk *c = (struct tcb_chunk *)a;   /* zeroed: nothing carved, no group cold */
 	c->index = n;
 	if (__lsan_register_root_region)
-		__lsan_register_root_region(c, CHUNK_BYTES);
+		__lsan_register_root_region(c, P.chunk_bytes);
 	atomic_store_explicit(&P.chunk[n], c, memory_order_relaxed);
 	atomic_store_explicit(&P.nchunks, n + 1, memory_order_release);
 	return c;
@@ -143,9 +160,29 @@ struct ult *tcb_pool_take(void)
 	return (struct ult *)tcb_at(c, k / P.per_group, k % P.per_group);
 }
 
+/* Once every group a last-level page table maps is released, zap that
+ * range whole: only a zap of a whole table frees it (Linux 6.14+), and an
+ * empty table still costs every fork.  Caller holds lock. */
+static void release_table(struct tcb_chunk *c, size_t gi)
+{
+	uintptr_t at = (uintptr_t)tcb_at(c, gi, 0);
+	char *lo = (char *)(at & ~(uintptr_t)(PT_REACH - 1));
+	if (lo < tcb_at(c, 0, 0) || PT_REACH % P.group_bytes != 0 ||
+	    (size_t)(lo - tcb_at(c, 0, 0)) % P.group_bytes != 0)
+		return;   /* the records' table, or groups across tables */
+	size_t first = (size_t)(lo - tcb_at(c, 0, 0)) / P.group_bytes;
+	size_t n = PT_REACH / P.group_bytes;
+	if (first + n > P.per_chunk)
+		return;
+	for (size_t i = first; i < first + n; i++)
+		if (!atomic_load_explicit(&c->g[i].released, memory_order_relaxed))
+			return;
+	vp_stack_release(lo, PT_REACH);
+}
+
 void tcb_pool_cool(struct ult *t)
 {
-	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(CHUNK_BYTES - 1));
+	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(P.chunk_bytes - 1));
 	size_t off = (size_t)((char *)t - (char *)c) - P.meta_bytes;
 	size_t gi = off / P.group_bytes, i = off % P.group_bytes / P.stride;
 	struct tcb_group *g = &c->g[gi];
@@ -162,6 +199,7 @@ void tcb_pool_cool(struct ult *t)
 	if (whole && g->cold == (P.per_group == 32 ? ~0u : (1u << P.per_group) - 1)) {
 		atomic_store_explicit(&g->released, true, memory_order_relaxed);
 		vp_stack_release(tcb_at(c, gi, 0), P.group_bytes);
+		release_table(c, gi);
 	}
 	spin_unlock(&lock);
 }
@@ -192,7 +230,7 @@ struct ult *tcb_pool_first(void)
 
 struct ult *tcb_pool_next(struct ult *t)
 {
-	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(CHUNK_BYTES - 1));
+	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(P.chunk_bytes - 1));
 	size_t off = (size_t)((char *)t - (char *)c) - P.meta_bytes;
 	size_t k = off / P.group_bytes * P.per_group + off % P.group_bytes / P.stride;
 	return walk_from(c->index, k + 1);

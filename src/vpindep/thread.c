@@ -37,11 +37,12 @@
 #include "waitq.h"
 
 /* Cached TCBs keep their stacks up to this much stack in all, as NPTL's
- * stack cache (stack_cache_maxsize, 40 MiB): 640 stacks of 64 KiB, 5 of
- * 8 MiB.  A fork copies the page tables of every stack kept, two per
- * stack of 2 MiB or more (its top and its guard): 256 stacks of 8 MiB
- * kept (the bound before) made a fork 2 ms dearer.  See stack.c. */
-#define STACK_CACHE_BYTES (40UL << 20)
+ * stack cache (stack_cache_maxsize, 40 MiB, which counts guards too): a
+ * page short, so that 8 MiB stacks are four, not five; 639 of 64 KiB.
+ * A fork copies the page tables of every stack kept, two per stack of
+ * 2 MiB or more (its top and its guard): 256 stacks of 8 MiB kept (the
+ * bound before) made a fork 2 ms dearer.  See stack.c. */
+#define STACK_CACHE_BYTES ((40UL << 20) - 4096)
 /* Cached TCBs without a stack, at most: the others go cold (tcbpool.c),
  * so that a burst of threads leaves no TCB pages for fork to copy. */
 #define BARE_CACHE 64

@@ -153,6 +153,41 @@ static void test_cold_slots(void **state)
 	stack_free(&r);
 }
 
+/* Small slots share page tables, which MADV_DONTNEED of one slot never
+ * frees: cold ones are unmapped instead (holes in the arena), so that a
+ * run of them gives its page tables back on any kernel; a hole taken
+ * again reads zero and faults in its guard. */
+static void test_cold_small_slots(void **state)
+{
+	enum { N = 2000 };
+	static struct stack s[N];
+	const size_t size = 60 << 10;   /* with its guard, 64 KiB slots: 32 to a page table */
+	long before = page_tables_kib();
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(stack_alloc(size, 4096, &s[i]), 0);
+		memset((char *)s[i].lo + s[i].size - 4096, 0x5a, 4096);
+	}
+	long touched = page_tables_kib();
+	void *last = s[N - 1].lo;
+	for (int i = 0; i < N; i++)
+		stack_free(&s[i]);
+	long freed = page_tables_kib();
+	print_message("page tables: %ld KiB before, %ld with %d stacks, %ld freed\n", before,
+		      touched, N, freed);
+	assert_true(touched - before >= 200);
+	assert_true(freed - before < (touched - before) / 3);   /* the hot ones stay */
+
+	struct stack r;
+	assert_int_equal(stack_alloc(size, 4096, &r), 0);
+	assert_ptr_equal(r.lo, last);
+	const char *top = (const char *)r.lo + r.size - 4096;
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(top[i], 0);
+	assert_true(guard_faults(&r));
+	memset((char *)r.lo, 1, r.size);   /* all of it usable */
+	stack_free(&r);
+}
+
 static void test_default_size(void **state)
 {
 	size_t d = stack_default_size();
@@ -167,6 +202,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_sizes),
 		cmocka_unit_test(test_reuse),
+		/* Before the 20,000 stacks, whose holes take stack.c's budget. */
+		cmocka_unit_test(test_cold_small_slots),
 		cmocka_unit_test(test_many_stacks_few_mappings),
 		cmocka_unit_test(test_guard_faults),
 		cmocka_unit_test(test_cold_slots),
