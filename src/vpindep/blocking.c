@@ -86,6 +86,7 @@ void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version)
 #include "api.def"
 #undef PPL_FN
 
-/* The kernel's part of sigtimedwait (signal.c does the rest). */
+/* The kernel's part of sigtimedwait and sigsuspend (signal.c does the rest). */
 CANCELLABLE_AS(sys_sigtimedwait, int, sigtimedwait,
 	       (const sigset_t *set, siginfo_t *info, const struct timespec *ts), (set, info, ts))
+CANCELLABLE_AS(sys_sigsuspend, int, sigsuspend, (const sigset_t *set), (set))

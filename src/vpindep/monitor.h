@@ -7,8 +7,10 @@
 #include "base.h"
 #include "vproc.h"
 
-/* blocking.c: the kernel's sigtimedwait, announced and a cancellation point. */
+/* blocking.c: the kernel's sigtimedwait and sigsuspend, announced and
+ * cancellation points. */
 int sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts);
+int sys_sigsuspend(const sigset_t *set);
 
 /* ---- blocking system calls (monitor.c, blocking.c, deadlock.c) ------------------- */
 

@@ -110,8 +110,13 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		run = sig_poke_claim(target, sig);
 		if (run)
 			sig_tkill_info(&tkill, sig);   /* the poker is this process */
+		else if (here != NULL)   /* waiting for it (sigsuspend): as if unblocked */
+			run = sig_take(here, sig, &tkill,
+				       (atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) &
+					bit(sig)) &&
+					       !(((ucontext_t *)uc)->uc_sigmask.__val[0] & bit(sig)));
 		else
-			run = here != NULL && sig_take(here, sig, &tkill, false);
+			run = false;
 		si = &tkill;
 	} else if (directed_here(sig, si)) {
 		run = true;   /* pthread_kill, raise: its own */

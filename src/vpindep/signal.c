@@ -502,6 +502,57 @@ int ppl_sigwait(const sigset_t *set, int *sig)
 	return 0;
 }
 
+/* sigsuspend: the kernel's, on the VP's kernel thread, which then has the
+ * call's mask.  A process-directed signal the call unblocks may already be
+ * a claim (sigroute.c: the catcher took it off the kernel while the
+ * thread still blocked it), which the kernel's wait would never see: the
+ * thread publishes the signals it takes for the call's duration
+ * (sigwaiting, as sigwait does), so that a claim made from then on
+ * chooses it and pokes its kernel thread, whose sigsuspend runs it; then
+ * takes the claims made before, and its own pending ones. */
+int ppl_sigsuspend(const sigset_t *set)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v ? v->current : NULL;
+	if (self == NULL || set == NULL)
+		return sys_sigsuspend(set);
+	uint64_t m;
+	if (get_set(&m, set) != 0) {
+		errno = EFAULT;
+		return -1;
+	}
+	m &= ~SIG_UNBLOCKABLE;
+	uint64_t opened = self->sigmask & ~m;
+	uint64_t outer = atomic_exchange_explicit(&self->sigwaiting, opened, memory_order_seq_cst);
+	/* pthread_kill's, left pending while blocked: to this kernel thread,
+	 * where the call unblocks it (the trampoline runs its own SI_TKILL). */
+	for (uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~m;
+	     p != 0; p &= p - 1) {
+		uint64_t b = p & -p;
+		if (atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b)
+			vp_signal_self(__builtin_ctzll(b) + 1);
+	}
+	int r = 0;
+	for (uint64_t c = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~m;
+	     c != 0 && r == 0; c &= c - 1) {
+		int sig = __builtin_ctzll(c) + 1;
+		siginfo_t si;
+		if (sig_take(self, sig, &si, true)) {
+			sig_run_taken(sig, &si, m);   /* with the call's mask, as in it */
+			vp_set_sigmask(self->sigmask);
+			r = -1;
+		}
+	}
+	int err = EINTR;
+	if (r == 0) {
+		sys_sigsuspend(set);
+		err = errno;
+	}
+	atomic_store_explicit(&self->sigwaiting, outer, memory_order_seq_cst);
+	errno = err;
+	return -1;
+}
+
 int ppl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	int err = ppl_pthread_sigmask(how, set, old);

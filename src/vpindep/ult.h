@@ -129,7 +129,7 @@ struct ult {
 	uint64_t sigmask;          /* blocked set (bit sig-1); the thread's own, written
 				    * only by itself, installed on its VP when it resumes */
 	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
-	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these (signal.c) */
+	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these, or sigsuspend opens them (signal.c) */
 	uintptr_t sig_unsafe;      /* the frame of its outermost handler that runs over
 				    * code where it may not be switched out (the C
 				    * library's), or 0 (preempt.c) */
