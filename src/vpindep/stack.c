@@ -215,6 +215,17 @@ static int carve(struct size_class *c, char **slot)
 	return 0;
 }
 
+/* A new slot of c for out, with the lock held; releases it. */
+static int carve_unlock(struct size_class *c, struct stack *out)
+{
+	char *slot;
+	int err = carve(c, &slot);
+	spin_unlock(&lock);
+	if (err == 0)
+		slot_layout(c, slot, out);
+	return err;
+}
+
 static int alloc(size_t size, size_t guard, struct stack *out)
 {
 	size = round_page(size);
@@ -240,15 +251,8 @@ static int alloc(size_t size, size_t guard, struct stack *out)
 		*out = (struct stack){ .guard_lo = m, .guard = guard, .lo = m + guard, .size = size };
 		return 0;
 	}
-	if (c->free == NULL) {
-		char *slot;
-		int err = carve(c, &slot);
-		spin_unlock(&lock);
-		if (err)
-			return err;
-		slot_layout(c, slot, out);
-		return 0;
-	}
+	if (c->free == NULL)
+		return carve_unlock(c, out);
 	for (;;) {
 		struct free_chunk *f = c->free;
 		uintptr_t e = (uintptr_t)f->slot[--f->n];
@@ -265,14 +269,8 @@ static int alloc(size_t size, size_t guard, struct stack *out)
 		/* Another mapping may have taken the hole: forget the slot. */
 		if ((e & HOLE) && !vp_stack_refill(slot, c->stride)) {
 			spin_lock(&lock);
-			if (c->free == NULL) {
-				int err = carve(c, &slot);
-				spin_unlock(&lock);
-				if (err)
-					return err;
-				slot_layout(c, slot, out);
-				return 0;
-			}
+			if (c->free == NULL)
+				return carve_unlock(c, out);
 			continue;
 		}
 		slot_layout(c, slot, out);
