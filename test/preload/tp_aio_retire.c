@@ -35,28 +35,12 @@ static atomic_bool spread;       /* some thread runs off the initial process */
 
 /* The process of the calling kernel thread, as /proc/thread-self names it
  * (a VP process's own, with PPL_VP_BACKEND=process). */
-static long kernel_process(void)
-{
-	char link[64];
-	ssize_t n = readlink("/proc/thread-self", link, sizeof link - 1);
-	CHECK(n > 0);
-	link[n] = 0;
-	return strtol(link, NULL, 10);
-}
-
 static void *asker(void *arg)
 {
 	int i = (int)(long)arg;
 	/* Spin a little so that the threads spread over the VPs (bounded:
 	 * natively, or on one VP, nobody is ever elsewhere). */
-	long long until = tp_now_ns() + 200000000;
-	while (!atomic_load(&spread) && tp_now_ns() < until) {
-		if (kernel_process() != (long)getpid())
-			atomic_store(&spread, true);
-		for (volatile int k = 0; k < 20000; k++)
-			;
-	}
-	if (kernel_process() != (long)getpid())
+	if (tp_spread_off_initial(&spread))
 		atomic_fetch_add(&off_initial, 1);
 	memset(&cbs[i], 0, sizeof cbs[i]);
 	cbs[i].aio_fildes = pipes[i][0];

@@ -24,14 +24,7 @@ static unsigned char *objs[KEEP];  /* a stack object of each thread kept alive *
 
 static long vmpte_kb(void)
 {
-	FILE *f = fopen("/proc/self/status", "r");
-	CHECK(f != NULL);
-	char line[256];
-	long kb = -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "VmPTE: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
+	int kb = tp_status_field("self", "VmPTE:");
 	CHECK(kb >= 0);
 	return kb;
 }

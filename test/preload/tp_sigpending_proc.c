@@ -24,15 +24,6 @@ static atomic_int off_initial;   /* threads that looked off the initial process 
 static atomic_bool spread;
 static atomic_bool settled;      /* main's settle is over */
 
-static long kernel_process(void)
-{
-	char link[64];
-	ssize_t n = readlink("/proc/thread-self", link, sizeof link - 1);
-	CHECK(n > 0);
-	link[n] = 0;
-	return strtol(link, NULL, 10);
-}
-
 static bool pending(int sig)
 {
 	sigset_t p;
@@ -82,14 +73,7 @@ static void expect_pending(const char *who)
 static void *looker(void *arg)
 {
 	(void)arg;
-	long long until = tp_now_ns() + 200000000;
-	while (!atomic_load(&spread) && tp_now_ns() < until) {
-		if (kernel_process() != (long)getpid())
-			atomic_store(&spread, true);
-		for (volatile int k = 0; k < 20000; k++)
-			;
-	}
-	if (kernel_process() != (long)getpid())
+	if (tp_spread_off_initial(&spread))
 		atomic_fetch_add(&off_initial, 1);
 	while (!atomic_load(&settled))
 		sched_yield();

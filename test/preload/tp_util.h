@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +127,33 @@ static inline int tp_status_field(const char *pid, const char *field)
 			break;
 	fclose(f);
 	return n;
+}
+
+/* The process of the calling kernel thread, as /proc/thread-self names it
+ * (a VP process's own with PPL_VP_BACKEND=process, else getpid()). */
+static inline long tp_kernel_process(void)
+{
+	char link[64];
+	ssize_t n = readlink("/proc/thread-self", link, sizeof link - 1);
+	CHECK(n > 0);
+	link[n] = 0;
+	return strtol(link, NULL, 10);
+}
+
+/* Spin (at most 200 ms: natively, or on one VP, nobody is ever elsewhere)
+ * until some thread has seen itself off the initial process (*spread), so
+ * that threads started together spread over the VP processes.  True if
+ * the caller runs off the initial process. */
+static inline bool tp_spread_off_initial(atomic_bool *spread)
+{
+	long long until = tp_now_ns() + 200000000;
+	while (!atomic_load(spread) && tp_now_ns() < until) {
+		if (tp_kernel_process() != (long)getpid())
+			atomic_store(spread, true);
+		for (volatile int k = 0; k < 20000; k++)
+			;
+	}
+	return tp_kernel_process() != (long)getpid();
 }
 
 /* Kernel threads of the whole program: its process getpid() names and the

@@ -118,6 +118,50 @@ static bool kernel_at_least(int major, int minor)
 	       (a > major || (a == major && b >= minor));
 }
 
+/* Page tables (KiB) before n stacks of size were taken, with them taken and
+ * their top `touch` bytes written, and after all were freed; and where the
+ * last one freed was. */
+struct pt_use {
+	long before, touched, freed;
+	void *last;
+};
+
+static struct pt_use take_touch_free(struct stack *s, int n, size_t size, size_t touch,
+				     size_t align)
+{
+	struct pt_use u = { .before = page_tables_kib() };
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(stack_alloc(size, 4096, &s[i]), 0);
+		if (align)
+			assert_int_equal(((uintptr_t)s[i].lo + s[i].size) % align, 0);
+		memset((char *)s[i].lo + s[i].size - touch, 0x5a, touch);
+	}
+	u.touched = page_tables_kib();
+	u.last = s[n - 1].lo;
+	for (int i = 0; i < n; i++)
+		stack_free(&s[i]);
+	u.freed = page_tables_kib();
+	print_message("page tables: %ld KiB before, %ld with %d stacks, %ld freed\n", u.before,
+		      u.touched, n, u.freed);
+	return u;
+}
+
+/* The slot freed last comes back first: zeroed (its top `touch` bytes read
+ * 0) and guarded again; whole: all of it is written. */
+static void retake_cold(size_t size, size_t touch, void *last, bool whole)
+{
+	struct stack r;
+	assert_int_equal(stack_alloc(size, 4096, &r), 0);
+	assert_ptr_equal(r.lo, last);
+	const char *top = (const char *)r.lo + r.size - touch;
+	for (size_t i = 0; i < touch; i++)
+		assert_int_equal(top[i], 0);
+	assert_true(guard_faults(&r));
+	if (whole)
+		memset((char *)r.lo, 1, r.size);   /* all of it usable */
+	stack_free(&r);
+}
+
 /* Freed stacks past the hot ones give everything back: a reused one reads
  * zero, faults in its guard again, and (Linux 6.14+) their page tables
  * are gone.  Slots of 2 MiB or more end on a page table boundary. */
@@ -126,31 +170,10 @@ static void test_cold_slots(void **state)
 	enum { N = 300 };
 	static struct stack s[N];
 	const size_t size = (3 << 20) - 4096;   /* a class of its own: 3 MiB slots -> 4 MiB */
-	long before = page_tables_kib();
-	for (int i = 0; i < N; i++) {
-		assert_int_equal(stack_alloc(size, 4096, &s[i]), 0);
-		assert_int_equal(((uintptr_t)s[i].lo + s[i].size) % (2u << 20), 0);
-		memset((char *)s[i].lo + s[i].size - 8192, 0x5a, 8192);
-	}
-	long touched = page_tables_kib();
-	void *last = s[N - 1].lo;
-	for (int i = 0; i < N; i++)
-		stack_free(&s[i]);
-	long freed = page_tables_kib();
-	print_message("page tables: %ld KiB before, %ld with %d stacks, %ld freed\n", before,
-		      touched, N, freed);
+	struct pt_use u = take_touch_free(s, N, size, 8192, 2u << 20);
 	if (kernel_at_least(6, 14))
-		assert_true(freed - before < (touched - before) / 3);   /* the hot ones stay */
-
-	/* The last freed come back first: cold ones, zeroed, guarded again. */
-	struct stack r;
-	assert_int_equal(stack_alloc(size, 4096, &r), 0);
-	assert_ptr_equal(r.lo, last);
-	const char *top = (const char *)r.lo + r.size - 8192;
-	for (int i = 0; i < 8192; i++)
-		assert_int_equal(top[i], 0);
-	assert_true(guard_faults(&r));
-	stack_free(&r);
+		assert_true(u.freed - u.before < (u.touched - u.before) / 3);   /* the hot ones stay */
+	retake_cold(size, 8192, u.last, false);
 }
 
 /* Small slots share page tables, which MADV_DONTNEED of one slot never
@@ -162,30 +185,10 @@ static void test_cold_small_slots(void **state)
 	enum { N = 2000 };
 	static struct stack s[N];
 	const size_t size = 60 << 10;   /* with its guard, 64 KiB slots: 32 to a page table */
-	long before = page_tables_kib();
-	for (int i = 0; i < N; i++) {
-		assert_int_equal(stack_alloc(size, 4096, &s[i]), 0);
-		memset((char *)s[i].lo + s[i].size - 4096, 0x5a, 4096);
-	}
-	long touched = page_tables_kib();
-	void *last = s[N - 1].lo;
-	for (int i = 0; i < N; i++)
-		stack_free(&s[i]);
-	long freed = page_tables_kib();
-	print_message("page tables: %ld KiB before, %ld with %d stacks, %ld freed\n", before,
-		      touched, N, freed);
-	assert_true(touched - before >= 200);
-	assert_true(freed - before < (touched - before) / 3);   /* the hot ones stay */
-
-	struct stack r;
-	assert_int_equal(stack_alloc(size, 4096, &r), 0);
-	assert_ptr_equal(r.lo, last);
-	const char *top = (const char *)r.lo + r.size - 4096;
-	for (int i = 0; i < 4096; i++)
-		assert_int_equal(top[i], 0);
-	assert_true(guard_faults(&r));
-	memset((char *)r.lo, 1, r.size);   /* all of it usable */
-	stack_free(&r);
+	struct pt_use u = take_touch_free(s, N, size, 4096, 0);
+	assert_true(u.touched - u.before >= 200);
+	assert_true(u.freed - u.before < (u.touched - u.before) / 3);   /* the hot ones stay */
+	retake_cold(size, 4096, u.last, true);
 }
 
 static void test_default_size(void **state)
