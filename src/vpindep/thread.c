@@ -567,6 +567,15 @@ bool ult_stale(struct ult *t)
 	return t == NULL || atomic_load_explicit(&t->state, memory_order_acquire) == ULT_FREE;
 }
 
+/* What a join or a detach of a stale t says: a detached thread that ended
+ * is recycled at once, but its TCB keeps the flag until the next thread
+ * reuses it, so one that comes too late says EINVAL, as glibc's does (its
+ * stack cache keeps the descriptor, still detached); else ESRCH. */
+static int stale_error(const struct ult *t)
+{
+	return t != NULL && t->detached ? EINVAL : ESRCH;
+}
+
 /* t joins the caller but has a cancel request pending (its join, a
  * cancellation point, acts on it) or is exiting: glibc 2.34+ waits for
  * such a thread instead of saying EDEADLK (tst-join5: a thread joins main,
@@ -582,12 +591,8 @@ int ult_join(struct ult *t, void **res, const struct timespec *abstime, clockid_
 	     bool try_only)
 {
 	struct ult *self = ult_self();
-	/* A detached thread that has exited is recycled at once; its TCB
-	 * keeps the flag until the next thread reuses it, so a join that
-	 * comes too late still says EINVAL, as glibc does (its stack cache
-	 * keeps the descriptor). */
 	if (ult_stale(t))
-		return t != NULL && t->detached ? EINVAL : ESRCH;
+		return stale_error(t);
 	/* glibc's pthread_tryjoin_np looks at nothing else first: a running
 	 * thread, the caller or a detached one included, is EBUSY. */
 	if (try_only && atomic_load_explicit(&t->state, memory_order_acquire) != ULT_ZOMBIE)
@@ -680,7 +685,7 @@ int ppl_pthread_detach(pthread_t th)
 {
 	struct ult *t = (struct ult *)th;
 	if (ult_stale(t))
-		return ESRCH;
+		return stale_error(t);
 	spin_lock(&t->lock);
 	if (t->detached || t->joined) {
 		spin_unlock(&t->lock);

@@ -1,5 +1,6 @@
 /* Create, join, detach, exit values, self/equal, threads creating threads,
  * and many threads alive at once. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -111,6 +112,22 @@ int main(void)
 	while (done < 200)
 		pthread_cond_wait(&done_cv, &lock);
 	pthread_mutex_unlock(&lock);
+
+	/* A detached thread that has ended: joining or detaching its id again
+	 * is EINVAL, as glibc's descriptor still says detached (the Open POSIX
+	 * pthread_attr_setdetachstate/2-1 relies on it), while nothing reused
+	 * it; libppl's TCB keeps its flag until then. */
+	for (int i = 0; i < 5; i++) {
+		pthread_t d;
+		CHECK_OK(pthread_attr_init(&a));
+		CHECK_OK(pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED));
+		CHECK_OK(pthread_create(&d, &a, ret_arg, NULL));
+		CHECK_OK(pthread_attr_destroy(&a));
+		struct timespec nap = { 0, 20 * 1000 * 1000 };
+		nanosleep(&nap, NULL);
+		CHECK(pthread_join(d, NULL) == EINVAL);
+		CHECK(pthread_detach(d) == EINVAL);
+	}
 
 	/* pthread_self in the thread is the id its creator got. */
 	struct self_slot s;

@@ -7,8 +7,6 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +127,10 @@ static inline int tp_status_field(const char *pid, const char *field)
 	return n;
 }
 
+#ifndef __cplusplus   /* C11 atomics: the C tests only */
+#include <stdatomic.h>
+#include <stdbool.h>
+
 /* The process of the calling kernel thread, as /proc/thread-self names it
  * (a VP process's own with PPL_VP_BACKEND=process, else getpid()). */
 static inline long tp_kernel_process(void)
@@ -155,6 +157,7 @@ static inline bool tp_spread_off_initial(atomic_bool *spread)
 	}
 	return tp_kernel_process() != (long)getpid();
 }
+#endif
 
 /* Kernel threads of the whole program: its process getpid() names and the
  * processes it is the parent of (a libppl VP backend may make its kernel
