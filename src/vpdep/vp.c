@@ -115,6 +115,29 @@ __attribute__((noinline, noipa)) struct vp *vp_current(void)
 	return current;
 }
 
+/* Set between vp_vfork_hide and vp_vfork_show: only the vfork child runs
+ * on this TLS then (its parent is suspended in the system call). */
+static __thread bool vfork_pending __attribute__((tls_model("initial-exec")));
+
+struct vp *vp_vfork_hide(void)
+{
+	struct vp *vp = current;
+	current = NULL;
+	vfork_pending = true;
+	return vp;
+}
+
+void vp_vfork_show(struct vp *vp)
+{
+	vfork_pending = false;
+	current = vp;
+}
+
+bool vp_in_vfork_child(void)
+{
+	return vfork_pending;
+}
+
 /* spinlock.h: here, where `current` is one TLS load away, because every
  * spin lock calls them.  A kernel thread that is no VP counts in its own
  * TLS: the main thread before it becomes VP 0 (vp_adopt carries its count

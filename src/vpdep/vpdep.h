@@ -150,6 +150,17 @@ struct vp *vp_current(void);
  * thread pointer is tp (a user thread about to be switched in on vp). */
 void vp_set_current_in(void *tp, struct vp *vp);
 
+/* vfork: the child runs on the calling thread's memory and TLS until it
+ * execs or exits, with kernel state of its own.  vp_vfork_hide makes the
+ * calling kernel thread no VP (vp_current() NULL) and marks it a vfork
+ * parent, returning the VP; the child inherits both, so libppl's wrappers
+ * act on its own kernel state there.  The parent, back, calls
+ * vp_vfork_show with that VP.  vp_in_vfork_child: between the two, in the
+ * child (the parent is suspended then, and runs nothing of libppl's). */
+struct vp *vp_vfork_hide(void);
+void vp_vfork_show(struct vp *vp);
+bool vp_in_vfork_child(void);
+
 /* In the child of fork, on the only kernel thread left, which runs `vp`:
  * its kernel thread id is the child's, and its preemption timer is gone
  * (POSIX timers are not inherited). */

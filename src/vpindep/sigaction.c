@@ -209,6 +209,27 @@ static bool fault(int sig)
 	       sig == SIGTRAP || sig == SIGSYS;
 }
 
+/* In a vfork child (vfork.c): the actions are the child's own in the
+ * kernel, and the table above is its parent's.  The child inherited the
+ * parent's view, so a signal whose kernel action is still the trampoline
+ * reports the application's action; any change goes to the kernel alone. */
+static int vfork_child_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction k;
+	if (vp_sigaction(sig, NULL, &k) != 0)
+		return -1;
+	if (k.sa_sigaction == trampoline) {
+		spin_lock(&acts.lock);
+		k = acts.app[sig];
+		spin_unlock(&acts.lock);
+	}
+	if (act != NULL && vp_sigaction(sig, act, NULL) != 0)
+		return -1;
+	if (old != NULL)
+		*old = k;
+	return 0;
+}
+
 int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	/* glibc refuses its own two even to a query. */
@@ -216,6 +237,8 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		errno = EINVAL;
 		return -1;
 	}
+	if (ppl_unlikely(vp_in_vfork_child()))
+		return vfork_child_sigaction(sig, act, old);
 	struct sigaction a;
 	if (act != NULL)
 		a = *act;   /* act and old may be the same object */

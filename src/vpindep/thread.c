@@ -244,6 +244,15 @@ struct ult *ult_foreign_self(void)
 	return t;
 }
 
+/* vfork.c: the child of a vfork is the caller's thread (its TCB) while
+ * it runs on the caller's TLS; the old value comes back after. */
+struct ult *ult_foreign_swap(struct ult *t)
+{
+	struct ult *old = foreign_tcb;
+	foreign_tcb = t;
+	return old;
+}
+
 /* The calling kernel thread's TCB if it has one (or is the main thread),
  * else NULL: pthread_getspecific on a thread libppl has not seen yet makes
  * no TCB (all its values are NULL).  AddressSanitizer asks it for its

@@ -8,6 +8,7 @@
  * first call), and the same without making one (NULL if it has none). */
 struct ult *ult_foreign_self(void);
 struct ult *ult_foreign_peek(void);
+struct ult *ult_foreign_swap(struct ult *t);   /* vfork.c */
 /* thread.c: an exited thread is off its stack now (sched_exit's callback). */
 void ult_exited(struct ult *t);
 /* thread.c: t, exiting, is not detached and has a user thread waiting in

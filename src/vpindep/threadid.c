@@ -43,6 +43,8 @@ pid_t thread_tid(struct ult *t)
 
 pid_t ppl_gettid(void)
 {
+	if (ppl_unlikely(vp_in_vfork_child()))
+		return vp_gettid();   /* the child's own (vfork.c) */
 	return thread_tid(ult_self());
 }
 
