@@ -80,7 +80,7 @@ static uint32_t lm_tls_modid, lm_tls_offset;   /* struct link_map fields */
 static char *main_tp;
 
 /* Every block ever made (they are never freed), for tls_after_dlopen. */
-static spin_t blocks_lock;
+static spin_t blocks_lock PPL_FORK_STATE;
 static void **blocks;
 static size_t nblocks, cap_blocks;
 
@@ -695,7 +695,7 @@ void tls_thread_exit(void)
 #define MAX_TRACKED 1024
 static ptrdiff_t done_off[MAX_TRACKED];
 static const void *done_image[MAX_TRACKED];
-static spin_t dl_lock;
+static spin_t dl_lock PPL_FORK_STATE;
 
 static void mark_all_done(struct modtab *t)
 {

@@ -16,12 +16,18 @@
  * threads libppl did not make, such as the C library's own helpers, which a
  * list of libppl's own kernel threads would miss; process: every VP
  * process's too) gets SIGSETXID and repeats the call; the caller waits for
- * each, then lists the tasks again until it finds none it has not done, so
- * that a kernel thread created meanwhile by one not yet done is done too;
- * then it makes the call on its own kernel thread, last, as glibc does.  As in glibc, a call that fails everywhere (EPERM) changes
+ * them all, then lists the tasks again until it finds none it has not
+ * done, so that a kernel thread created meanwhile by one not yet done is
+ * done too; then it makes the call on its own kernel thread, last, as
+ * glibc does.  As in glibc, a call that fails everywhere (EPERM) changes
  * nothing and returns the error, and one whose result differs between
  * kernel threads (credentials made to differ with a raw system call) is
- * reported for the caller to abort. */
+ * reported for the caller to abort.
+ *
+ * The cost, for the caller and k other kernel threads: getpid and gettid
+ * once, two lists of four system calls each, and per other thread its
+ * tgkill, the handler's gettid, call and rt_sigreturn; one futex wake by
+ * the last handler, and the caller's futex waits (docs/vpdep.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -40,19 +46,22 @@
 
 struct xid_task {
 	_Atomic pid_t tid;
-	_Atomic int done;     /* 1 once its handler made the call */
+	pid_t tgid;           /* its thread group, for tgkill */
+	_Atomic int done;     /* 1 once answered: by its handler, or gone */
 	int err;              /* that call's errno, 0 on success; -1 not compared */
 };
 
 /* The broadcast in progress: one at a time (xid_lock). */
 static struct {
 	long nr, arg[3];
+	pid_t sender;               /* the broadcaster's thread group */
 	struct xid_task *_Atomic tasks;
 	_Atomic size_t ntasks;
-	_Atomic uint32_t answers;   /* futex word: bumped by every handler */
+	_Atomic uint32_t pending;   /* tasks signalled, not yet done */
+	_Atomic uint32_t finished;  /* futex word: 1 once pending went to 0 */
 } xid;
 
-static _Atomic uint32_t xid_lock;
+static _Atomic uint32_t xid_lock;   /* 0 free, 1 held, 2 held with waiters */
 
 struct kernel_sigaction {
 	void (*handler)(int, siginfo_t *, void *);
@@ -73,28 +82,45 @@ __asm__(".text\n.align 16\n.type ppl_setxid_restore,@function\nppl_setxid_restor
 #define RESTORER NULL
 #endif
 
+/* Marks t done if nobody has; the one that does counts it off, and wakes
+ * the broadcaster if it was the last.  Whether it was this caller. */
+static bool answer(struct xid_task *t, int err, bool wake)
+{
+	int z = 0;
+	if (!atomic_compare_exchange_strong_explicit(&t->done, &z, 1, memory_order_acq_rel,
+						     memory_order_relaxed))
+		return false;
+	t->err = err;
+	if (atomic_fetch_sub_explicit(&xid.pending, 1, memory_order_acq_rel) == 1) {
+		atomic_store_explicit(&xid.finished, 1, memory_order_release);
+		if (wake)
+			vp_syscall_raw(SYS_futex, (long)&xid.finished, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+	}
+	return true;
+}
+
 static void xid_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	if (si->si_code != SI_TKILL || !vp_backend_ops()->ours(si->si_pid))
+	/* SI_TKILL's si_pid is the sender's thread group, which nobody can
+	 * forge (the kernel refuses SI_TKILL from rt_sigqueueinfo): only the
+	 * broadcaster's signal counts, and no system call to know it. */
+	struct xid_task *t = atomic_load_explicit(&xid.tasks, memory_order_acquire);
+	if (t == NULL || si->si_code != SI_TKILL || si->si_pid != xid.sender)
 		return;
 	/* Raw calls, errno untouched: the process backend's watcher threads
 	 * take this signal on their VP's TLS block (vp_process.c). */
 	pid_t me = (pid_t)vp_syscall_raw(SYS_gettid, 0, 0, 0, 0, 0, 0);
-	struct xid_task *t = atomic_load_explicit(&xid.tasks, memory_order_acquire);
 	size_t n = atomic_load_explicit(&xid.ntasks, memory_order_acquire);
-	for (size_t i = 0; t != NULL && i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (atomic_load_explicit(&t[i].tid, memory_order_relaxed) != me ||
-		    atomic_load_explicit(&t[i].done, memory_order_relaxed))
+		    atomic_load_explicit(&t[i].done, memory_order_acquire))
 			continue;
 		long r = vp_syscall_raw(xid.nr, xid.arg[0], xid.arg[1], xid.arg[2], 0, 0, 0);
-		t[i].err = r < 0 ? (int)-r : 0;
 		if (vp_backend_ops()->creds_changed != NULL)
-			vp_backend_ops()->creds_changed();
-		atomic_store_explicit(&t[i].done, 1, memory_order_release);
-		atomic_fetch_add_explicit(&xid.answers, 1, memory_order_release);
-		vp_syscall_raw(SYS_futex, (long)&xid.answers, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+			vp_backend_ops()->creds_changed(t[i].tgid);
+		answer(&t[i], r < 0 ? (int)-r : 0, true);
 		break;
 	}
 }
@@ -117,21 +143,22 @@ void vp_setxid_install(void)
 	atomic_store_explicit(&installed, 1, memory_order_release);
 }
 
+/* A futex lock that makes no system call uncontended (credentials.c
+ * serializes its callers already). */
 static void lock(void)
 {
 	uint32_t z = 0;
-	while (!atomic_compare_exchange_weak_explicit(&xid_lock, &z, 1, memory_order_acquire,
-						      memory_order_relaxed)) {
-		if (z != 0)
-			futex_sys(&xid_lock, FUTEX_WAIT_PRIVATE, 1, NULL, 0);
-		z = 0;
-	}
+	if (atomic_compare_exchange_strong_explicit(&xid_lock, &z, 1, memory_order_acquire,
+						    memory_order_relaxed))
+		return;
+	while (atomic_exchange_explicit(&xid_lock, 2, memory_order_acquire) != 0)
+		futex_sys(&xid_lock, FUTEX_WAIT_PRIVATE, 2, NULL, 0);
 }
 
 static void unlock(void)
 {
-	atomic_store_explicit(&xid_lock, 0, memory_order_release);
-	futex_sys(&xid_lock, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
+	if (atomic_exchange_explicit(&xid_lock, 0, memory_order_release) == 2)
+		futex_sys(&xid_lock, FUTEX_WAKE_PRIVATE, 1, NULL, 0);
 }
 
 /* Whether tid is in the first n entries of t. */
@@ -150,7 +177,7 @@ struct scan {
 	bool full;   /* out of memory: the rest is not listed */
 };
 
-static void scan_one(pid_t tid, void *arg)
+static void scan_one(pid_t tgid, pid_t tid, void *arg)
 {
 	struct scan *s = arg;
 	if (s->full || listed(s->t, s->n, tid))
@@ -167,6 +194,7 @@ static void scan_one(pid_t tid, void *arg)
 	}
 	struct xid_task *x = &s->t[s->n++];
 	atomic_init(&x->tid, tid);
+	x->tgid = tgid != 0 ? tgid : xid.sender;
 	atomic_init(&x->done, 0);
 	x->err = 0;
 	s->added++;
@@ -190,6 +218,28 @@ static const long xid_nr[] = {
 	[VP_SETGROUPS] = SYS_setgroups,
 };
 
+static long task_kill(const struct xid_task *t, int sig)
+{
+	return vp_syscall_raw(SYS_tgkill, t->tgid, atomic_load_explicit(&t->tid, memory_order_relaxed),
+			      sig, 0, 0, 0);
+}
+
+/* Waits until every task signalled since `from` has answered.  One that
+ * exits before its handler ran never does: whenever a millisecond passes
+ * without the last answer, those not done that are gone are counted off. */
+static void wait_answers(struct xid_task *t, size_t from, size_t n)
+{
+	while (!atomic_load_explicit(&xid.finished, memory_order_acquire)) {
+		struct timespec ms = { 0, 1000000 };
+		if (futex_sys(&xid.finished, FUTEX_WAIT_PRIVATE, 0, &ms, 0) != ETIMEDOUT)
+			continue;
+		for (size_t i = from; i < n; i++)
+			if (!atomic_load_explicit(&t[i].done, memory_order_acquire) &&
+			    task_kill(&t[i], 0) == -ESRCH)
+				answer(&t[i], -1, false);
+	}
+}
+
 int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err)
 {
 	long nr = xid_nr[op];
@@ -197,7 +247,10 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	*bad_err = 0;
 	vp_setxid_install();
 	lock();
-	pid_t self = (pid_t)vp_syscall(SYS_gettid);
+	/* The thread group and thread of the caller, once: the handlers
+	 * compare si_pid with the one, the list skips the other. */
+	xid.sender = (pid_t)vp_syscall_raw(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	pid_t self = (pid_t)vp_syscall_raw(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	xid.nr = nr;
 	xid.arg[0] = a0;
 	xid.arg[1] = a1;
@@ -205,55 +258,48 @@ int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *ba
 	struct scan s = { 0 };
 	struct xid_task *t = NULL;
 	size_t n = 0, sent = 0;
-	const struct vp_backend *ops = vp_backend_ops();
+	/* Signal every kernel thread listed; once they have all answered,
+	 * list them again: a thread one of them made before its handler ran
+	 * (its clone already past the kernel's check for pending signals)
+	 * has the old credentials and was not listed.  Threads made after
+	 * their maker's handler inherit the new ones, so the second list
+	 * that adds nobody ends it (twice for a quiet process). */
 	for (;;) {
-		/* Unpublish while the array may move; a handler that finds it
-		 * NULL does nothing and is signalled again below. */
+		/* Unpublish while the array may move; the previous round's
+		 * tasks have all answered, and the new ones are signalled only
+		 * once it is published again. */
 		atomic_store_explicit(&xid.tasks, NULL, memory_order_release);
 		long added = scan(&s);
 		t = s.t;
 		n = s.n;
 		if (added <= 0)
 			break;
+		uint32_t pending = 0;
+		for (size_t i = sent; i < n; i++)
+			if (atomic_load_explicit(&t[i].tid, memory_order_relaxed) != self)
+				pending++;
+		atomic_store_explicit(&xid.pending, pending, memory_order_relaxed);
+		atomic_store_explicit(&xid.finished, pending == 0, memory_order_relaxed);
 		atomic_store_explicit(&xid.ntasks, n, memory_order_release);
 		atomic_store_explicit(&xid.tasks, t, memory_order_release);
 		for (size_t i = sent; i < n; i++) {
-			pid_t tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
-			if (tid == self) {
+			if (atomic_load_explicit(&t[i].tid, memory_order_relaxed) == self) {
 				t[i].err = -1;
 				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
-			} else if (ops->kill(tid, SIGSETXID) != 0) {
-				t[i].err = -1;   /* gone: nothing to compare */
-				atomic_store_explicit(&t[i].done, 1, memory_order_relaxed);
+			} else if (task_kill(&t[i], SIGSETXID) != 0) {
+				answer(&t[i], -1, false);   /* gone: nothing to compare */
 			}
 		}
+		wait_answers(t, sent, n);
 		sent = n;
-		/* Wait for each; one that exits before its handler ran never
-		 * answers, so look every millisecond whether it is still there. */
-		for (size_t i = 0; i < n; i++) {
-			while (!atomic_load_explicit(&t[i].done, memory_order_acquire)) {
-				uint32_t seen = atomic_load_explicit(&xid.answers, memory_order_acquire);
-				if (atomic_load_explicit(&t[i].done, memory_order_acquire))
-					break;
-				struct timespec ms = { 0, 1000000 };
-				futex_sys(&xid.answers, FUTEX_WAIT_PRIVATE, seen, &ms, 0);
-				pid_t tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);
-				if (!atomic_load_explicit(&t[i].done, memory_order_acquire) &&
-				    ops->kill(tid, 0) == ESRCH &&
-				    !atomic_load_explicit(&t[i].done, memory_order_acquire)) {
-					t[i].err = -1;
-					atomic_store_explicit(&t[i].done, 1, memory_order_release);
-				}
-			}
-		}
 	}
 	/* The caller last, as glibc does: with its credentials changed first,
 	 * it might no longer be allowed to signal the others (the kernel
 	 * checks only between processes: the process VP backend's). */
 	long r = vp_syscall(nr, a0, a1, a2);
 	int err = r < 0 ? errno : 0;
-	if (ops->creds_changed != NULL)
-		ops->creds_changed();
+	if (vp_backend_ops()->creds_changed != NULL)
+		vp_backend_ops()->creds_changed(xid.sender);
 	for (size_t i = 0; i < n; i++)
 		if (t[i].err != -1 && t[i].err != err && *bad_tid == 0) {
 			*bad_tid = atomic_load_explicit(&t[i].tid, memory_order_relaxed);

@@ -14,6 +14,13 @@
 
 typedef _Atomic int spin_t;
 
+/* For the state fork's handlers write on both sides of a fork (the locks
+ * held across it, what the child resets): one section for all of it, so
+ * that after a fork the parent's writes fault on a page or two of it
+ * (fork write-protects every private page) and the child copies as few,
+ * instead of a page per file (docs/benchmarks.md, fork). */
+#define PPL_FORK_STATE __attribute__((section("ppl_fork_state")))
+
 /* sigdefer.c: one more, one fewer lock held by the calling VP. */
 void vp_crit_enter(void);
 void vp_crit_leave(void);

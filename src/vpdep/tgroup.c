@@ -2,11 +2,12 @@
  * whose VPs are all kernel threads of this process (kthread, clone) share
  * these ops (VP_TGROUP_OPS in vp_backend.h).  Raw system calls: libppl
  * exports kill and its family itself. */
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,21 +43,51 @@ int vp_tgroup_task_path(pid_t tid, const char *leaf, char *buf, size_t len)
 	return n > 0 && (size_t)n < len ? 0 : ENAMETOOLONG;
 }
 
-/* The kernel's list of the thread group: it has every kernel thread,
- * including the C library's own helpers that libppl never sees made. */
-int vp_tgroup_each_task(void (*fn)(pid_t tid, void *arg), void *arg)
+/* fn(tgid, tid, arg) for each kernel thread of thread group tgid (0: the
+ * caller's, /proc/self/task) as the kernel lists it, which has every one,
+ * the C library's own helpers that libppl never sees made included.  Raw
+ * openat, getdents64 into a stack buffer until it returns 0, close: no
+ * opendir's fstat nor its heap buffer, four system calls for a small
+ * process (setxid.c's broadcast scans twice per call).  A getdents64 that
+ * stops short is not the end (the kernel stops early when a signal is
+ * pending), so only its 0 is.  0, or errno if the directory cannot be read
+ * (ENOENT: the thread group has ended). */
+int vp_task_dir_each(pid_t tgid, void (*fn)(pid_t tgid, pid_t tid, void *arg), void *arg)
 {
-	DIR *d = opendir("/proc/self/task");
-	if (d == NULL)
+	char path[32];
+	if (tgid == 0)
+		snprintf(path, sizeof path, "/proc/self/task");
+	else
+		snprintf(path, sizeof path, "/proc/%d/task", (int)tgid);
+	int fd = (int)vp_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return errno;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		pid_t tid = (pid_t)atol(e->d_name);
-		if (tid > 0)
-			fn(tid, arg);
+	_Alignas(8) char buf[2048];
+	int err = 0;
+	for (;;) {
+		long n = vp_syscall(SYS_getdents64, fd, buf, sizeof buf);
+		if (n <= 0) {
+			err = n < 0 ? errno : 0;
+			break;
+		}
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino, off, reclen, type, name */
+			const char *d = buf + off;
+			unsigned short reclen;
+			memcpy(&reclen, d + 16, sizeof reclen);
+			pid_t tid = (pid_t)atol(d + 19);
+			if (tid > 0)
+				fn(tgid, tid, arg);
+			off += reclen;
+		}
 	}
-	closedir(d);
-	return 0;
+	vp_syscall(SYS_close, fd);
+	return err;
+}
+
+int vp_tgroup_each_task(void (*fn)(pid_t tgid, pid_t tid, void *arg), void *arg)
+{
+	return vp_task_dir_each(0, fn, arg);
 }
 
 void vp_helper_sigmask(void)

@@ -52,9 +52,9 @@ static const struct vp_backend *_Atomic selected;
  * thread pointer is the same in every block (static TLS). */
 static __thread struct vp *current __attribute__((tls_model("initial-exec")));
 
-_Atomic unsigned long vp_kstate_gen;   /* vpdep.h */
+_Atomic unsigned long vp_kstate_gen PPL_FORK_STATE;   /* vpdep.h */
 
-_Atomic bool spin_orphans;   /* spinlock.h: a forked child's dead holders */
+_Atomic bool spin_orphans PPL_FORK_STATE;   /* spinlock.h: a forked child's dead holders */
 
 static const struct vp_backend *find(const char *name)
 {

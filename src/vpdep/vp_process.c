@@ -28,7 +28,6 @@
  * The new process starts on a stack of libppl's (vp_stack_map) with a TLS
  * block in the C library's layout (glibcabi_kthread_block), through
  * vp_clone_raw (arch/<cpu>/clone_raw.S). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -892,9 +891,9 @@ static bool process_stray(int sig, const siginfo_t *si)
 }
 
 /* The kernel clears PR_SET_PDEATHSIG at every credential change. */
-static void process_creds_changed(void)
+static void process_creds_changed(pid_t tgid)
 {
-	if (!in_initial())
+	if (tgid != program())
 		vp_syscall_raw(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0);
 }
 
@@ -925,9 +924,11 @@ static int process_each(void (*fn)(pid_t pid, void *arg), void *arg)
 }
 
 /* The kernel threads of every process of the program: the initial
- * process's (VP 0, helpers, the C library's own) and each VP process's. */
+ * process's (VP 0, helpers, the C library's own) and each VP process's
+ * (its VP, its watcher, and any the C library made there, such as glibc's
+ * aio helper), each with its own thread group for tgkill. */
 struct each_task {
-	void (*fn)(pid_t tid, void *arg);
+	void (*fn)(pid_t tgid, pid_t tid, void *arg);
 	void *arg;
 	int err;   /* the initial process's tasks could not be listed */
 };
@@ -935,24 +936,12 @@ struct each_task {
 static void tasks_of(pid_t pid, void *arg)
 {
 	struct each_task *e = arg;
-	char path[48];
-	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-	DIR *d = opendir(path);
-	if (d == NULL) {
-		if (pid == program())
-			e->err = errno;
-		return;   /* a VP process that just ended */
-	}
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		pid_t tid = (pid_t)atol(de->d_name);
-		if (tid > 0)
-			e->fn(tid, e->arg);
-	}
-	closedir(d);
+	int err = vp_task_dir_each(pid, e->fn, e->arg);
+	if (err != 0 && pid == program())
+		e->err = err;   /* a VP process's: one that just ended */
 }
 
-static int process_each_task(void (*fn)(pid_t tid, void *arg), void *arg)
+static int process_each_task(void (*fn)(pid_t tgid, pid_t tid, void *arg), void *arg)
 {
 	struct each_task e = { fn, arg, 0 };
 	process_each(tasks_of, &e);

@@ -87,12 +87,12 @@ struct vp_backend {
 	bool (*ours)(pid_t pid);   /* si_pid names one of the process's VPs */
 	/* the /proc file `leaf` (stat, comm) of kernel thread tid into buf */
 	int (*task_path)(pid_t tid, const char *leaf, char *buf, size_t len);
-	/* fn(tid, arg) for every kernel thread of the process that signals
-	 * reach through `kill`, the VPs and those libppl did not make (the C
-	 * library's own helpers, a raw clone's), and with the process backend
-	 * every VP process's: 0, or errno if they cannot be listed.
-	 * vp_setxid's broadcast. */
-	int (*each_task)(void (*fn)(pid_t tid, void *arg), void *arg);
+	/* fn(tgid, tid, arg) for every kernel thread of the process, the
+	 * VPs and those libppl did not make (the C library's own helpers, a
+	 * raw clone's), and with the process backend every VP process's;
+	 * tgid is its thread group, for tgkill (0: the caller's own).  0, or
+	 * errno if they cannot be listed.  vp_setxid's broadcast. */
+	int (*each_task)(void (*fn)(pid_t tgid, pid_t tid, void *arg), void *arg);
 	/* optional: in fork's child, on the only kernel thread left, which
 	 * runs vp (vp_fork_child) */
 	void (*fork_child)(struct vp *vp);
@@ -115,8 +115,9 @@ struct vp_backend {
 	 * running the handler (may be NULL: none). */
 	bool (*stray)(int sig, const siginfo_t *si);
 	/* After a credential change on the calling kernel thread (may be
-	 * NULL): the kernel resets what it ties to the old credentials. */
-	void (*creds_changed)(void);
+	 * NULL): the kernel resets what it ties to the old credentials.
+	 * tgid is the calling kernel thread's thread group. */
+	void (*creds_changed)(pid_t tgid);
 	/* fork and wait must run on VP 0's kernel thread, the initial one:
 	 * only its thread group's children are the program's. */
 	bool initial_only;

@@ -618,7 +618,7 @@ void cancel_vp_fork_child(struct vproc *v, struct ult *self)
 	atomic_store_explicit(&v->cancel_inflight, 0, memory_order_relaxed);
 	atomic_store_explicit(&v->cp_ult, NULL, memory_order_relaxed);
 	/* Only the forking thread lives on: nothing is owed but its own. */
-	atomic_store_explicit(&owed, 0, memory_order_relaxed);
-	if (self != NULL && atomic_load_explicit(&self->async_owed, memory_order_relaxed))
-		atomic_store_explicit(&owed, 1, memory_order_relaxed);
+	int own = self != NULL && atomic_load_explicit(&self->async_owed, memory_order_relaxed);
+	if (atomic_load_explicit(&owed, memory_order_relaxed) != own)   /* a store copies the page */
+		atomic_store_explicit(&owed, own, memory_order_relaxed);
 }

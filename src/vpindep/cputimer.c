@@ -182,8 +182,11 @@ void cputimer_expire(struct ult *t, int64_t now)
 void cputimer_fork_child(void)
 {
 	/* The forking thread held no lock of ours: fork takes none of them,
-	 * but another thread of the parent may have held it. */
-	spin_init(&tab.lock);
+	 * but another thread of the parent may have held it.  Nothing is
+	 * written that is already as it should be: a store copies the page
+	 * (155 KiB of table, which a child that made no timer never touches). */
+	if (atomic_load_explicit(&tab.lock, memory_order_relaxed) != 0)
+		spin_init(&tab.lock);
 	for (int i = 0; i < tab.hi; i++) {
 		struct cputimer *ct = &tab.slot[i];
 		if (ct->t != NULL && ct->tseq == ct->t->id)
@@ -191,9 +194,12 @@ void cputimer_fork_child(void)
 		if (ct->has_attr)
 			ppl_pthread_attr_destroy(&ct->attr);
 	}
-	memset(tab.slot, 0, (size_t)tab.hi * sizeof *tab.slot);
-	tab.hi = 0;
-	atomic_store(&helper_on, false);
+	if (tab.hi != 0) {
+		memset(tab.slot, 0, (size_t)tab.hi * sizeof *tab.slot);
+		tab.hi = 0;
+	}
+	if (atomic_load(&helper_on))
+		atomic_store(&helper_on, false);
 }
 
 /* ---- SIGEV_THREAD ------------------------------------------------------------- */

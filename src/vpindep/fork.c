@@ -38,7 +38,7 @@
 #include "scheduler.h"
 #include "ult.h"
 
-static bool held;   /* prepare took the locks: the runtime had started */
+static bool held PPL_FORK_STATE;   /* prepare took the locks: the runtime had started */
 
 /* ---- process identity (proc_stamp, pthread_impl.h) ----
  * self_pid is 0 until the first stamp; nforks counts the forks this process
@@ -47,13 +47,13 @@ static bool held;   /* prepare took the locks: the runtime had started */
  * child records for its parent.  The lineage keeps the nearest ancestors;
  * a waiter of an older one reads as foreign (its queue is left alone). */
 #define LINEAGE 8
-static _Atomic int32_t self_pid;
-static _Atomic uint32_t nforks;
+static _Atomic int32_t self_pid PPL_FORK_STATE;
+static _Atomic uint32_t nforks PPL_FORK_STATE;
 static struct {
 	int32_t pid;
 	uint32_t nforks;   /* the ancestor's count when it made our line */
-} lineage[LINEAGE];
-static unsigned nlineage;
+} lineage[LINEAGE] PPL_FORK_STATE;
+static unsigned nlineage PPL_FORK_STATE;
 
 uint64_t proc_stamp(void)
 {
@@ -181,8 +181,8 @@ int ppl_pclose(FILE *f)
 	return r;
 }
 
-static bool fork_moved;           /* the forker moved to VP 0 (fork_parent puts it back) */
-static struct vproc *fork_home;
+static bool fork_moved PPL_FORK_STATE; /* the forker moved to VP 0 (fork_parent puts it back) */
+static struct vproc *fork_home PPL_FORK_STATE;
 
 static void fork_prepare(void)
 {

@@ -86,8 +86,8 @@ static int default_vps(void)
  * the parent, and freeing a large timer heap makes malloc consolidate
  * (and so copy) much of the inherited heap: 200 forks after a burst of
  * timed waits spent more time there than in fork itself. */
-static spin_t leftover_lock;
-static struct vproc *leftover;
+static spin_t leftover_lock PPL_FORK_STATE;
+static struct vproc *leftover PPL_FORK_STATE;
 
 /* The parts of struct vproc (pthread_impl.h), each owned by its module.
  * The VP's life (idle_stack, bound_to, dedicated, spare_next, retired) is

@@ -46,7 +46,7 @@
 #define QUIET_NS 300000000LL     /* a deadlock must look the same this long apart */
 #define LINGER_NS 20000000LL     /* polls on this long after the last switch it saw */
 
-_Atomic int monitor_asleep PPL_HIDDEN;
+_Atomic int monitor_asleep PPL_HIDDEN PPL_FORK_STATE;
 /* When a sleeping monitor looks again by itself (INT64_MAX: only when
  * kicked): an announced call, or a new timer, whose VP's next timer is due
  * later need not kick it. */

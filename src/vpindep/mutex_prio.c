@@ -30,7 +30,7 @@
 
 #define CHAIN_MAX 16   /* a longer chain (or a cycle: a deadlock) stops there */
 
-static spin_t prio_lock;
+static spin_t prio_lock PPL_FORK_STATE;
 static struct ult *holders;    /* threads with prio_nheld > 0, via prio_next */
 
 static inline int base_prio(const struct ult *t)

@@ -85,8 +85,8 @@ static struct rl {
  * and ends its process (program_dead). */
 static struct rmutex sentinel = { .link = { &rl.list, &rl.list } };
 static struct rl rl = { &sentinel.link.next, &sentinel.link.next, FUTEX_OFFSET, NULL };
-static spin_t rl_lock;
-static _Atomic uint32_t rtid;
+static spin_t rl_lock PPL_FORK_STATE;
+static _Atomic uint32_t rtid PPL_FORK_STATE;
 
 static inline struct rmutex *R(pthread_mutex_t *m)
 {

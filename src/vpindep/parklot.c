@@ -56,7 +56,7 @@ struct bucket {
 	struct watch *watches; /* pshared leaders, one per word at most */
 } __attribute__((aligned(64)));
 
-static struct bucket buckets[NBUCKETS];
+static struct bucket buckets[NBUCKETS] PPL_FORK_STATE;
 
 static struct bucket *bucket_of(const void *addr)
 {

@@ -80,7 +80,7 @@ static struct {
 	unsigned seen[65];                    /* the catcher's last look */
 	_Atomic int catcher_tid;              /* 0: none yet */
 	_Atomic bool catcher_started;
-} rt;
+} rt PPL_FORK_STATE;
 
 /* A spare instance, with rt.lock held; NULL if no memory can be had.  The
  * lock is dropped around the mapping (a system call, rare). */

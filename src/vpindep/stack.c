@@ -72,8 +72,8 @@ struct size_class {
 	size_t nfree;
 };
 
-static spin_t lock;                /* protects classes; held only briefly */
-static struct size_class classes[CLASS_MAX];
+static spin_t lock PPL_FORK_STATE; /* protects classes; held only briefly */
+static struct size_class classes[CLASS_MAX] PPL_FORK_STATE;
 static int nclasses;
 static size_t holes;               /* slots listed with HOLE, under lock */
 

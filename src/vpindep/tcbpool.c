@@ -70,7 +70,7 @@ extern void __lsan_register_root_region(const void *p, size_t size) __attribute_
 _Static_assert(sizeof(struct ult) <= 1024, "struct ult grew past a quarter page");
 #endif
 
-static spin_t lock;
+static spin_t lock PPL_FORK_STATE;
 static int32_t cold_head = -1;     /* groups with a cold TCB, under lock */
 
 static void geometry(void)

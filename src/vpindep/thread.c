@@ -47,7 +47,7 @@
  * so that a burst of threads leaves no TCB pages for fork to copy. */
 #define BARE_CACHE 64
 
-static spin_t cache_lock;
+static spin_t cache_lock PPL_FORK_STATE;
 static struct ult *cache;          /* recycled TCBs, each maybe with its stack */
 static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks */
 static size_t cache_bare;          /* cached TCBs without a stack */
