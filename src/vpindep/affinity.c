@@ -270,9 +270,11 @@ static int set_own(struct ult *t, pid_t tid, size_t n, const cpu_set_t *set)
  * it again (glibc's tests move one CPU to the next, widen, repeat). */
 static void bind_pinned(struct ult *t)
 {
+	bool started = t->vp != NULL;   /* not a thread pthread_create is making */
 	if (atomic_load_explicit(&t->kcpus, memory_order_relaxed) == NULL || t->bound ||
 	    t->foreign || t->is_main || t->pin != NULL || t->migrating || ppl_bind_running(t) != 0)
 		return;
+	t->bound_late = started;
 	atomic_store_explicit(&t->home->kcpus, &unknown, memory_order_relaxed);
 }
 

@@ -551,7 +551,7 @@ void ppl_runtime_fork_child(void)
 	ppl_rt.vps[0] = v;
 	ppl_rt.nvps = ppl_rt.nvps_total = 1;
 	ppl_rt.vp0_initial = true;   /* the child's only kernel thread is its initial one */
-	self->bound = false;
+	self->bound = self->bound_late = false;
 	self->vp = v;
 	/* Only the main thread with shared TLS is tied to a VP: the one that
 	 * holds the process's original block, which is now this one. */

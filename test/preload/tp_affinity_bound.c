@@ -91,6 +91,7 @@ static void *sleeper(void *arg)
 	cpu_set_t one;
 	CPU_ZERO(&one);
 	CPU_SET(cpus[0], &one);
+	pid_t tid = gettid();
 	if (s->how == SETAFFINITY)
 		CHECK_OK(pthread_setaffinity_np(pthread_self(), sizeof one, &one));
 	if (s->how == SCHED_SET)
@@ -100,6 +101,12 @@ static void *sleeper(void *arg)
 		CHECK_OK(pthread_getaffinity_np(pthread_self(), sizeof got, &got));
 		CHECK(CPU_EQUAL(&got, &one));
 		CHECK(sched_getcpu() == cpus[0]);
+		/* Its id is the one it had, and still names it. */
+		CHECK(gettid() == tid);
+		CPU_ZERO(&got);
+		CHECK(sched_getaffinity(tid, sizeof got, &got) == 0);
+		CHECK(CPU_EQUAL(&got, &one));
+		CHECK(sched_setaffinity(tid, sizeof one, &one) == 0);
 	}
 	long long cost[SLEEPS];
 	long long until = tp_now_ns() + BUDGET_NS;
