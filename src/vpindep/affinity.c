@@ -261,9 +261,9 @@ static int set_own(struct ult *t, pid_t tid, size_t n, const cpu_set_t *set)
  * other processes' load stretched to seconds (glibc's
  * tst-thread-affinity-*: five threads on two VPs).  Not the main thread
  * (with TLS shared per VP it cannot leave VP 0; per thread, kept alike),
- * nor a thread pinned to a VP (ppl_pin wins).  The VP (a spare of an
- * exited bound thread may have any set) gives its kernel thread t's set
- * as it resumes t, before t's code runs.  Without a kernel thread
+ * nor a thread pinned to a VP (ppl_pin wins).  The VP gives its kernel
+ * thread t's set as it resumes t, before t's code runs (a spare VP whose
+ * kernel thread already has it, by its record kcpus, makes no call).  Without a kernel thread
  * (EAGAIN) t stays M:N, on its home VP.  A bound thread stays bound when
  * its set is widened again: leaving needs no kernel thread less (NPTL's
  * thread keeps its own), and a program that pinned a thread once pins
@@ -275,7 +275,6 @@ static void bind_pinned(struct ult *t)
 	    t->foreign || t->is_main || t->pin != NULL || t->migrating || ppl_bind_running(t) != 0)
 		return;
 	t->bound_late = started;
-	atomic_store_explicit(&t->home->kcpus, &unknown, memory_order_relaxed);
 }
 
 /* t may be running on another VP, w, whose kernel thread may run where t
