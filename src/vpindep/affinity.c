@@ -246,7 +246,35 @@ static int set_own(struct ult *t, pid_t tid, size_t n, const cpu_set_t *set)
 	if (c)
 		thread_take(t, c);
 	spin_unlock(&check_lock);
+	/* Its VP's record of its kernel thread's set is stale now: the VP
+	 * installs t's own set again when it next resumes t. */
+	if (c && t->bound && t->home)
+		atomic_store_explicit(&t->home->kcpus, &unknown, memory_order_relaxed);
 	return c ? 0 : ENOMEM;
+}
+
+/* A user thread scheduled M:N whose set has just been narrowed gets a
+ * kernel thread of its own, as a PTHREAD_SCOPE_SYSTEM thread may: a
+ * program that pins a thread expects it to compete for its CPU as one
+ * kernel thread, as on NPTL.  Kept on a shared VP, a pinned thread and
+ * every thread queued there waited slices of that VP's CPU time, which
+ * other processes' load stretched to seconds (glibc's
+ * tst-thread-affinity-*: five threads on two VPs).  Not the main thread
+ * (with TLS shared per VP it cannot leave VP 0; per thread, kept alike),
+ * nor a thread pinned to a VP (ppl_pin wins).  The VP gives its kernel
+ * thread t's set as it resumes t, before t's code runs (a spare VP whose
+ * kernel thread already has it, by its record kcpus, makes no call).  Without a kernel thread
+ * (EAGAIN) t stays M:N, on its home VP.  A bound thread stays bound when
+ * its set is widened again: leaving needs no kernel thread less (NPTL's
+ * thread keeps its own), and a program that pinned a thread once pins
+ * it again (glibc's tests move one CPU to the next, widen, repeat). */
+static void bind_pinned(struct ult *t)
+{
+	bool started = t->vp != NULL;   /* not a thread pthread_create is making */
+	if (atomic_load_explicit(&t->kcpus, memory_order_relaxed) == NULL || t->bound ||
+	    t->foreign || t->is_main || t->pin != NULL || t->migrating || ppl_bind_running(t) != 0)
+		return;
+	t->bound_late = started;
 }
 
 /* t may be running on another VP, w, whose kernel thread may run where t
@@ -282,6 +310,7 @@ int ppl_pthread_setaffinity_np(pthread_t th, size_t n, const cpu_set_t *set)
 	int err = tid ? set_own(t, tid, n, set) : check_and_take(t, n, set);
 	if (err || tid)
 		return err;
+	bind_pinned(t);
 	struct vproc *w = t->vp;
 	if (t == ult_self()) {
 		if (t->home != NULL && t->home != w)
@@ -297,9 +326,11 @@ int ppl_pthread_getaffinity_np(pthread_t th, size_t n, cpu_set_t *set)
 	struct ult *t = (struct ult *)th;
 	if (ult_stale(t))
 		return ESRCH;
-	pid_t tid = own_kthread(t);
-	/* The kernel's checks of the size and the buffer, on the thread's
-	 * own kernel thread or the caller's; then the thread's set there. */
+	/* A bound thread's kernel thread takes its set when it resumes the
+	 * thread (a spare VP, a thread bound by this set): report the set. */
+	pid_t tid = t->foreign ? own_kthread(t) : 0;
+	/* The kernel's checks of the size and the buffer, on a foreign
+	 * thread's own kernel thread or the caller's; then the thread's set. */
 	long r = vp_task_getaffinity(tid, n < INT_MAX ? n : INT_MAX, set);
 	if (r < 0)
 		return errno;

@@ -379,47 +379,79 @@ int ppl_pthread_setconcurrency(int level)
 
 /* ---- VPs of SCOPE_SYSTEM threads ----------------------------------------------- */
 
-int ppl_bind_new_vp(struct ult *t)
+/* A VP for t alone: a spare of an exited bound thread, else a new one.
+ * If `t_queued`, t is new and queued there before its kernel thread
+ * starts (the VP's loop finds it at once); else t runs or waits elsewhere
+ * and its home moves there (the caller moves it).  0, or EAGAIN (no
+ * kernel thread) with t unbound. */
+static int bind_vp(struct ult *t, bool t_queued)
 {
 	spin_lock(&ppl_rt.lock);
 	struct vproc *v = ppl_rt.spare_bound;
 	if (v)
 		ppl_rt.spare_bound = v->spare_next;
 	spin_unlock(&ppl_rt.lock);
-	t->bound = true;
-	t->vp = NULL;
-	if (v) {
-		v->bound_to = t;
-		t->vp = v;
-		t->home = v;
-		atomic_store(&v->retired, false);
-		sched_push(t);
-		return 0;
+	bool made = v == NULL;
+	if (made) {
+		static _Atomic int bound_ids = PPL_MAX_VPS;   /* never mistaken for a shared VP */
+		v = vproc_new(atomic_fetch_add(&bound_ids, 1));
+		if (v == NULL)
+			return EAGAIN;
+		v->dedicated = true;
 	}
-	static _Atomic int bound_ids = PPL_MAX_VPS;   /* never mistaken for a shared VP */
-	v = vproc_new(atomic_fetch_add(&bound_ids, 1));
-	if (v == NULL)
-		return EAGAIN;
-	v->dedicated = true;
 	v->bound_to = t;
-	t->vp = v;
+	if (made && !t_queued) {
+		/* Its kernel thread first: t goes there only once it exists. */
+		if (ppl_vp_create(v) != 0) {
+			vproc_free(v);
+			return EAGAIN;
+		}
+		monitor_count_kthread();
+	}
+	spin_lock(&t->lock);
+	t->bound = true;
 	t->home = v;
-	/* Queue the thread before the VP exists: its loop finds it at once. */
-	sched_push(t);
+	t->aff_home = NULL;
+	if (t_queued)
+		t->vp = v;
+	spin_unlock(&t->lock);
+	if (!made)
+		atomic_store(&v->retired, false);
+	if (t_queued)
+		sched_push(t);
+	else if (t != ult_self_peek())
+		sched_rehome(t);   /* ready: queued there now; running: at its next switch */
+	if (!made || !t_queued)
+		return 0;
 	int err = ppl_vp_create(v);
 	if (err) {
-		vproc_free(v);
+		spin_lock(&t->lock);
 		t->bound = false;
 		t->home = NULL;
+		spin_unlock(&t->lock);
+		/* A queued thread was only ever queued there: the VP never ran. */
+		vproc_free(v);
 		return EAGAIN;
 	}
 	monitor_count_kthread();
 	return 0;
 }
 
+int ppl_bind_new_vp(struct ult *t)
+{
+	return bind_vp(t, true);
+}
+
+int ppl_bind_running(struct ult *t)
+{
+	return bind_vp(t, false);
+}
+
+/* t's own VP (its home: a thread bound while running may exit before it
+ * ever got there) becomes a spare for the next bound thread. */
 void ppl_unbind_vp(struct ult *t)
 {
-	struct vproc *v = t->vp;
+	struct vproc *v = t->home;
 	v->bound_to = NULL;
 	atomic_store(&v->retired, true);
 	spin_lock(&ppl_rt.lock);
@@ -519,7 +551,7 @@ void ppl_runtime_fork_child(void)
 	ppl_rt.vps[0] = v;
 	ppl_rt.nvps = ppl_rt.nvps_total = 1;
 	ppl_rt.vp0_initial = true;   /* the child's only kernel thread is its initial one */
-	self->bound = false;
+	self->bound = self->bound_late = false;
 	self->vp = v;
 	/* Only the main thread with shared TLS is tied to a VP: the one that
 	 * holds the process's original block, which is now this one. */

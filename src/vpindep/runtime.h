@@ -72,6 +72,9 @@ static inline PPL_MUST_CHECK int ppl_runtime_start(void)
 }
 /* PTHREAD_SCOPE_SYSTEM: give t a VP of its own and make it ready there. */
 int ppl_bind_new_vp(struct ult *t) PPL_MUST_CHECK;
+/* t (a user thread scheduled M:N, not necessarily the caller) gets a VP of
+ * its own; it moves there at its next switch.  0 or EAGAIN. */
+int ppl_bind_running(struct ult *t) PPL_MUST_CHECK;
 /* t (bound) has exited: its VP becomes a spare for the next bound thread. */
 void ppl_unbind_vp(struct ult *t);
 

@@ -72,7 +72,7 @@ static struct ult *tcb_get(void)
 
 	/* Reset everything but the pooled stack and the key blocks. */
 	t->next = t->prev = NULL;
-	t->foreign = t->is_main = t->bound = t->sys_scope = false;
+	t->foreign = t->is_main = t->bound = t->sys_scope = t->bound_late = false;
 	t->vp = NULL;
 	t->queued_on = NULL;
 	t->home = t->pin = t->aff_home = NULL;

@@ -10,8 +10,10 @@
  * among live threads; libppl's entry points map it back to the thread,
  * and a raw system call or /proc/self/task/ID given one fails (ESRCH,
  * ENOENT) instead of acting on an unrelated thread.  A thread that has a
- * kernel thread to itself (bound, foreign) gets that thread's id, and the
- * initial thread the process id, as on NPTL (docs/scheduling.md). */
+ * kernel thread to itself from its start (bound, foreign) gets that
+ * thread's id, and the initial thread the process id, as on NPTL
+ * (docs/scheduling.md); one bound later, by narrowing its CPU set, keeps
+ * the id it had. */
 #include <limits.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -33,11 +35,18 @@ static pid_t vtid_of(const struct ult *t)
 	return (pid_t)(VTID_BASE + (long)(t->id % VTID_SPAN));
 }
 
+/* The kernel thread id t goes by, or 0: a thread bound by its CPU set
+ * after it first ran keeps the id it had, which it may have given out. */
+static int kernel_id(struct ult *t)
+{
+	return t->bound_late ? 0 : own_kthread(t);
+}
+
 pid_t thread_tid(struct ult *t)
 {
 	if (t->is_main)
 		return vp_process_id();
-	int k = own_kthread(t);
+	int k = kernel_id(t);
 	return k ? k : vtid_of(t);
 }
 
@@ -89,8 +98,8 @@ struct ult *tid_thread(pid_t id)
 	for (struct ult *t = tcb_pool_first(); t; t = tcb_pool_next(t)) {
 		if (!live(t))
 			continue;
-		if (virt ? own_kthread(t) == 0 && !t->is_main && vtid_of(t) == id
-			 : own_kthread(t) == id)
+		if (virt ? kernel_id(t) == 0 && !t->is_main && vtid_of(t) == id
+			 : kernel_id(t) == id)
 			return t;
 	}
 	return NULL;

@@ -60,6 +60,8 @@ struct ult {
 	bool tls_used;             /* the block has run a thread before */
 	bool specific_used;        /* a value was stored since the last clear */
 	bool inherit_sched;
+	bool bound_late;           /* bound after it first ran (its CPU set):
+				    * gettid() keeps the id it had (threadid.c) */
 	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
 	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
 	_Atomic bool async_owed;   /* an asynchronous request the monitor watches
