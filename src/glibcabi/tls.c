@@ -143,7 +143,12 @@ void tls_keep_kthread(void *tp)
 		return;
 	void *d = dtv_start(tp ? tp : ctx_tls_self());
 	spin_lock(&blocks_lock);
-	if (d)
+	/* Once: a helper that ends and starts again (retire.c) often gets the
+	 * same stack, and DTV, back from the C library's cache. */
+	size_t i = 0;
+	while (i < nkept && kept[i] != d)
+		i++;
+	if (d && i == nkept)
 		keep(d);
 	spin_unlock(&blocks_lock);
 }
@@ -982,6 +987,11 @@ pid_t *glibcabi_kthread_tid(void *tp)
 void glibcabi_kthread_start(bool reused)
 {
 	tls_thread_start(reused);
+}
+
+void glibcabi_kthread_keep_dtv(void)
+{
+	tls_keep_kthread(NULL);
 }
 
 void glibcabi_process_threaded(void)

@@ -51,10 +51,15 @@ int vp_kernel_state(struct vp *vp)
 	return p != NULL ? *p : 0;
 }
 
-int vp_process_kthreads(void)
+/* Kernel threads in thread group pid (0: the calling one), or -1. */
+int vp_tgroup_kthreads(pid_t pid)
 {
-	char buf[1024];
-	if (read_proc("/proc/self/stat", buf, sizeof buf) < 0)
+	char path[48], buf[1024];
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/stat");
+	else
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (read_proc(path, buf, sizeof buf) < 0)
 		return -1;
 	const char *p = after_comm(buf);
 	/* num_threads is field 20; p is at field 3 (state). */
@@ -67,6 +72,12 @@ int vp_process_kthreads(void)
 	if (p == NULL || sscanf(p, "%d", &n) != 1)
 		return -1;
 	return n;
+}
+
+int vp_process_kthreads(void)
+{
+	const struct vp_backend *b = vp_backend_ops();
+	return b->kthreads != NULL ? b->kthreads() : vp_tgroup_kthreads(0);
 }
 
 struct comm_write {

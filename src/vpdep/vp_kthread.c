@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <signal.h>
 
+#include "glibcabi_kthread.h"
 #include "vp_backend.h"
 #include "vpdep.h"
 
@@ -158,6 +159,10 @@ static void *helper_main(void *p)
 {
 	struct helper_start h = *(struct helper_start *)p;
 	free(p);
+	/* The process backend's own helpers too (its manager, reaper and
+	 * forwarder), which vpindep never sees. */
+	if (glibcabi_kthread_keep_dtv != NULL)
+		glibcabi_kthread_keep_dtv();
 	vp_helper_sigmask();
 	h.fn(h.arg);
 	return NULL;

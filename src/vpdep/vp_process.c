@@ -948,6 +948,40 @@ static int process_each_task(void (*fn)(pid_t tgid, pid_t tid, void *arg), void 
 	return e.err;
 }
 
+/* The program's kernel threads but the backend's own (the manager, the
+ * reaper, the forwarder, every VP process's watcher), as one thread
+ * group's count is on the other backends: VP 0 and the helpers libppl
+ * made in the initial process, each VP, and any the C library or the
+ * program made in either.  -1 if the initial process cannot be read. */
+struct kcount {
+	int n;
+	bool err;
+};
+
+static void kthreads_of(pid_t pid, void *arg)
+{
+	struct kcount *c = arg;
+	int k = vp_tgroup_kthreads(pid);
+	if (k < 0 && pid == program())
+		c->err = true;
+	c->n += k > 0 ? k : 0;   /* a VP process that just ended: none */
+}
+
+static int process_kthreads(void)
+{
+	struct kcount c = { 0, false };
+	process_each(kthreads_of, &c);
+	if (c.err)
+		return -1;
+	c.n -= (int)atomic_load_explicit(&helpers_alive, memory_order_acquire);
+	int hi = atomic_load_explicit(&procs_hi, memory_order_acquire);
+	for (int i = 0; i < hi; i++)
+		if (atomic_load_explicit(&procs[i].pid, memory_order_acquire) > 0 &&
+		    atomic_load_explicit(&procs[i].watcher, memory_order_acquire) > 0)
+			c.n--;
+	return c.n;
+}
+
 const struct vp_backend vp_process_backend = {
 	.name = "process",
 	.create = process_create,
@@ -968,5 +1002,6 @@ const struct vp_backend vp_process_backend = {
 	.in_group = process_in_group,
 	.stray = process_stray,
 	.creds_changed = process_creds_changed,
+	.kthreads = process_kthreads,
 	.initial_only = true,
 };

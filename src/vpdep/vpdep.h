@@ -118,6 +118,9 @@ struct vp_backend {
 	 * NULL): the kernel resets what it ties to the old credentials.
 	 * tgid is the calling kernel thread's thread group. */
 	void (*creds_changed)(pid_t tgid);
+	/* optional: the program's kernel threads but the backend's own
+	 * helpers, or -1 (NULL: the calling thread group's count) */
+	int (*kthreads)(void);
 	/* fork and wait must run on VP 0's kernel thread, the initial one:
 	 * only its thread group's children are the program's. */
 	bool initial_only;
@@ -230,7 +233,9 @@ int vp_helper_create(void (*fn)(void *), void *arg);
  * (running or runnable), 'S' or 'D' (sleeping in the kernel), another
  * letter of proc(5), or 0 if unknown.  A hint: it may change at once. */
 int vp_kernel_state(struct vp *vp);
-/* Kernel threads in the calling process, or -1 if unknown. */
+/* Kernel threads of the program, or -1 if unknown: the calling process's
+ * (with the process backend every VP process's too, less the backend's own
+ * helpers): what the deadlock check compares with those libppl made. */
 int vp_process_kthreads(void);
 /* Give a kernel thread the name `name` (at most 15 bytes): tid 0 is the
  * calling one.  No cancellation point.  0 or errno. */

@@ -35,6 +35,10 @@ pid_t *glibcabi_kthread_tid(void *tp) GLIBCABI_WEAK;
  * reused block's static TLS look fresh, reset errno and the locale, set up
  * the C library's per-thread caches. */
 void glibcabi_kthread_start(bool reused) GLIBCABI_WEAK;
+/* On a helper kernel thread the C library made (its pthread_create):
+ * keep its DTV's start, which glibc points into only at an offset, so
+ * that a leak checker finds it reachable (tls_keep_kthread). */
+void glibcabi_kthread_keep_dtv(void) GLIBCABI_WEAK;
 /* What the C library's first pthread_create does to the process: stdio
  * takes its locks from now on, and so does malloc on the initial thread.
  * Before the first thread is made; idempotent. */

@@ -34,6 +34,8 @@ pid_t vp_tgroup_pid(void) VP_HIDDEN;
 pid_t vp_tgroup_ppid(void) VP_HIDDEN;
 int vp_tgroup_each_process(void (*fn)(pid_t pid, void *arg), void *arg) VP_HIDDEN;
 int vp_tgroup_in_group(pid_t tid, int (*fn)(void *), void *arg) VP_HIDDEN;
+/* Kernel threads in thread group pid (0: the calling one), or -1 (procstat.c). */
+int vp_tgroup_kthreads(pid_t pid) VP_HIDDEN;
 #define VP_TGROUP_OPS                                                                     \
 	.kill = vp_tgroup_kill, .sigqueue = vp_tgroup_sigqueue,                           \
 	.kill_process = vp_tgroup_kill_process, .ours = vp_tgroup_ours,                   \
