@@ -377,7 +377,12 @@ int vp_signal(struct vp *vp, int sig)
 
 int vp_signal_self(int sig)
 {
-	return backend()->kill((pid_t)vp_syscall(SYS_gettid), sig);
+	/* The caller's own thread group, whatever the backend's are (a
+	 * vfork child's is its own: the backend's kill would name the
+	 * program's). */
+	return vp_syscall(SYS_tgkill, vp_syscall(SYS_getpid), vp_syscall(SYS_gettid), sig) == 0
+		       ? 0
+		       : errno;
 }
 
 /* In si_errno, which nothing else sets for SI_QUEUE from this process. */

@@ -8,7 +8,8 @@
  * own id (getpid()); pthread_self() is the parent's thread, as in glibc.
  * While the child sleeps, the parent's other threads run on (a counter
  * moves, within 2 s): the vforking thread's VP waits in the kernel, and the others
- * must not wait with it, on one VP too.  Then the same from a thread, with
+ * must not wait with it, on one VP too.  SIGTERM to a child before its
+ * exec ends the child, not the parent.  Then the same from a thread, with
  * an exec. */
 #include <errno.h>
 #include <pthread.h>
@@ -123,6 +124,39 @@ static void signal_from_child(void)
 	CHECK(atomic_load(&handled) == before + 1);
 }
 
+/* SIGTERM to a vfork child before it execs ends the child (its default
+ * action, in its own process), not the parent. */
+static atomic_int child_pid;
+
+static void *killer(void *arg)
+{
+	int pid;
+	while ((pid = atomic_load(&child_pid)) == 0)
+		sched_yield();
+	CHECK(kill(pid, SIGTERM) == 0);
+	return arg;
+}
+
+static void vfork_killed(void)
+{
+	atomic_store(&child_pid, 0);
+	pthread_t k;
+	CHECK_OK(pthread_create(&k, NULL, killer, NULL));
+	pid_t p = vfork();
+	if (p == 0) {
+		atomic_store(&child_pid, getpid());
+		struct timespec t = { 0, 10 * 1000 * 1000 };
+		for (int i = 0; i < 500; i++)
+			nanosleep(&t, NULL);   /* 5 s: killed long before */
+		_exit(3);
+	}
+	CHECK(p > 0);
+	int st;
+	CHECK(waitpid(p, &st, 0) == p);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	CHECK_OK(pthread_join(k, NULL));
+}
+
 static void *from_thread(void *arg)
 {
 	vfork_once(true);
@@ -142,6 +176,7 @@ int main(void)
 		vfork_once(false);
 		signal_from_child();
 	}
+	vfork_killed();
 	CHECK_OK(pthread_create(&t, NULL, from_thread, NULL));
 	CHECK_OK(pthread_join(t, NULL));
 	signal_from_child();
