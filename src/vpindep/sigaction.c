@@ -34,6 +34,9 @@ static struct {
 	void *_Atomic handler[NSIGS];        /* app[sig]'s handler, for the trampoline */
 	_Atomic int flags[NSIGS];            /* app[sig].sa_flags, for the trampoline */
 	_Atomic uint64_t wrapped;            /* bit sig-1: the kernel runs trampoline */
+	_Atomic uint64_t dfl;                /* bit sig-1: the default action, behind
+					      * the trampoline too (caught_default) */
+	bool dfl_on;                         /* the runtime started: catch them */
 	uint64_t interrupt;                  /* siginterrupt(sig, 1): no SA_RESTART */
 } acts;
 
@@ -47,6 +50,43 @@ static bool is_wrapped(int sig)
 	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) & bit(sig);
 }
 
+/* The signals whose default action ends or stops the process, not faults:
+ * SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM,
+ * SIGTERM, SIGSTKFLT, SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGXFSZ,
+ * SIGVTALRM, SIGPROF, SIGIO, SIGPWR and the program's real-time ones.
+ * With that action the kernel would take one from whichever kernel thread
+ * does not block it, an idle VP's (its mask is the last thread's it ran)
+ * or a VP's between two threads, and end the process while every user
+ * thread blocks it, where NPTL keeps it pending.  So the trampoline gets
+ * them too, and routes them as it routes a handler's (sigroute.c): the
+ * action is taken in a thread that does not block it, or the signal is a
+ * claim of the process (sigpending shows it, sigwait takes it) until one
+ * unblocks it.  The exact mask of each thread decides, read when the
+ * signal arrives: no kernel mask has to be published to other kernel
+ * threads first.  Not SIGABRT: abort() (libppl's own fatal errors too, in
+ * whatever state the runtime is) must reach the kernel's action at once. */
+static bool ends_or_stops(int sig)
+{
+	static const uint64_t std = (1ULL << (SIGHUP - 1)) | (1ULL << (SIGINT - 1)) |
+				    (1ULL << (SIGQUIT - 1)) |
+				    (1ULL << (SIGUSR1 - 1)) | (1ULL << (SIGUSR2 - 1)) |
+				    (1ULL << (SIGPIPE - 1)) | (1ULL << (SIGALRM - 1)) |
+				    (1ULL << (SIGTERM - 1)) | (1ULL << (SIGSTKFLT - 1)) |
+				    (1ULL << (SIGTSTP - 1)) | (1ULL << (SIGTTIN - 1)) |
+				    (1ULL << (SIGTTOU - 1)) | (1ULL << (SIGXCPU - 1)) |
+				    (1ULL << (SIGXFSZ - 1)) | (1ULL << (SIGVTALRM - 1)) |
+				    (1ULL << (SIGPROF - 1)) | (1ULL << (SIGIO - 1)) |
+				    (1ULL << (SIGPWR - 1));
+	if (sig >= 34 && sig < 64)
+		return !sig_reserved(sig);
+	return sig < 32 && (std & bit(sig));
+}
+
+static bool stops(int sig)
+{
+	return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 uint64_t sig_wrapped_set(void)
 {
 	return atomic_load_explicit(&acts.wrapped, memory_order_acquire);
@@ -58,6 +98,7 @@ bool sig_has_handler(int sig)
 }
 
 static void trampoline(int sig, siginfo_t *si, void *uc);
+bool caught_default(int sig);
 
 /* What the kernel gets for the application's action a: the trampoline. */
 static struct sigaction wrapped_action(const struct sigaction *a)
@@ -85,6 +126,39 @@ static bool directed_here(int sig, siginfo_t *si)
 	return si->si_code == SI_USER && (sig == SIGPIPE || sig == SIGXFSZ);
 }
 
+/* The kernel's default action for sig, a thread that does not block it
+ * having taken it: ends the process (with a core where it makes one) or
+ * stops it, then the trampoline again for the next one. */
+static void default_action(int sig)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	spin_lock(&acts.lock);
+	bool still = atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig);
+	if (still)
+		vp_sigaction(sig, &dfl, NULL);
+	spin_unlock(&acts.lock);
+	if (!still)
+		return;
+	/* Unblocked on this kernel thread (the trampoline runs with it
+	 * blocked) and raised here: delivered as the call returns. */
+	uint64_t was = vp_get_sigmask();
+	vp_set_sigmask(was & ~bit(sig));
+	vp_signal_self(sig);
+	vp_set_sigmask(was);
+	if (!stops(sig))
+		return;
+	/* Continued: catch the next one again, unless it changed meanwhile. */
+	spin_lock(&acts.lock);
+	if (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)) {
+		struct sigaction k = wrapped_action(&acts.app[sig]);
+		k.sa_flags = SA_SIGINFO | SA_RESTART;
+		vp_sigaction(sig, &k, NULL);
+	}
+	spin_unlock(&acts.lock);
+}
+
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
@@ -110,11 +184,11 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		run = sig_poke_claim(target, sig);
 		if (run)
 			sig_tkill_info(&tkill, sig);   /* the poker is this process */
-		else if (here != NULL)   /* waiting for it (sigsuspend): as if unblocked */
+		else if (here != NULL)   /* in a call whose mask lets it in (sigsuspend, ppoll):
+				     * as if unblocked (its uc_sigmask is the thread's) */
 			run = sig_take(here, sig, &tkill,
-				       (atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) &
-					bit(sig)) &&
-					       !(((ucontext_t *)uc)->uc_sigmask.__val[0] & bit(sig)));
+				       atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) &
+					       bit(sig));
 		else
 			run = false;
 		si = &tkill;
@@ -139,6 +213,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
 		atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_acq_rel);
+	if (h == (void *)SIG_DFL && (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)))
+		default_action(sig);   /* taken by a thread that does not block it */
 	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
 		return;   /* changed while the signal was on its way */
 	/* The kernel thread runs the handler with its sa_mask added.  Say so
@@ -209,6 +285,57 @@ static bool fault(int sig)
 	       sig == SIGTRAP || sig == SIGSYS;
 }
 
+bool caught_default(int sig)
+{
+	return atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig);
+}
+
+uint64_t sig_caught_set(void)
+{
+	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) |
+	       atomic_load_explicit(&acts.dfl, memory_order_acquire);
+}
+
+/* The application's default action a for sig (ends_or_stops) behind the
+ * trampoline; acts.lock held.  0 or -1 (errno). */
+static int catch_default(int sig, const struct sigaction *a)
+{
+	acts.app[sig] = *a;
+	atomic_store_explicit(&acts.handler[sig], (void *)SIG_DFL, memory_order_release);
+	atomic_store_explicit(&acts.flags[sig], 0, memory_order_release);
+	/* Before the kernel has it: a signal may arrive at once. */
+	atomic_fetch_or_explicit(&acts.dfl, bit(sig), memory_order_release);
+	atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
+	struct sigaction k;
+	memset(&k, 0, sizeof k);
+	k.sa_sigaction = trampoline;
+	k.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&k.sa_mask);
+	int rc = vp_sigaction(sig, &k, NULL);
+	if (rc != 0)
+		atomic_fetch_and_explicit(&acts.dfl, ~bit(sig), memory_order_release);
+	return rc;
+}
+
+void sig_catch_defaults(void)
+{
+	spin_lock(&acts.lock);
+	if (acts.dfl_on) {
+		spin_unlock(&acts.lock);
+		return;
+	}
+	acts.dfl_on = true;
+	for (int sig = 1; sig < NSIGS; sig++) {
+		struct sigaction cur;
+		if (!ends_or_stops(sig) || is_wrapped(sig) || caught_default(sig) ||
+		    vp_sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+			continue;   /* a handler, or ignored (inherited through exec) */
+		catch_default(sig, &cur);
+	}
+	spin_unlock(&acts.lock);
+	sig_catcher_wake();   /* it waits for them too */
+}
+
 int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	/* glibc refuses its own two even to a query. */
@@ -223,16 +350,21 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	struct sigaction prev;
 	int rc = 0;
 	bool grew = false;
-	if (is_wrapped(sig))
+	if (is_wrapped(sig) || caught_default(sig))
 		prev = acts.app[sig];
 	else
 		rc = vp_sigaction(sig, NULL, &prev);
 	if (rc == 0 && act != NULL) {
 		bool wrap = a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN && !fault(sig);
-		if (!wrap) {
+		if (a.sa_handler == SIG_DFL && acts.dfl_on && ends_or_stops(sig)) {
+			rc = catch_default(sig, &a);
+			grew = rc == 0;
+		} else if (!wrap) {
 			rc = vp_sigaction(sig, &a, NULL);
-			if (rc == 0)
+			if (rc == 0) {
 				atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
+				atomic_fetch_and_explicit(&acts.dfl, ~bit(sig), memory_order_release);
+			}
 		} else {
 			struct sigaction k = wrapped_action(&a);
 			/* Set the trampoline's view first: a signal may arrive
@@ -244,6 +376,8 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 					      memory_order_release);
 			atomic_store_explicit(&acts.flags[sig], a.sa_flags, memory_order_release);
 			rc = vp_sigaction(sig, &k, NULL);
+			if (rc == 0)
+				atomic_fetch_and_explicit(&acts.dfl, ~bit(sig), memory_order_release);
 			if (rc == 0 &&
 			    !(atomic_fetch_or_explicit(&acts.wrapped, bit(sig), memory_order_release) &
 			      bit(sig)))

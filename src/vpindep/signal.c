@@ -502,28 +502,33 @@ int ppl_sigwait(const sigset_t *set, int *sig)
 	return 0;
 }
 
-/* sigsuspend: the kernel's, on the VP's kernel thread, which then has the
+/* The calls that run with a temporary mask (sigsuspend, ppoll, pselect,
+ * epoll_pwait): the kernel's, on the VP's kernel thread, which then has the
  * call's mask.  A process-directed signal the call unblocks may already be
- * a claim (sigroute.c: the catcher took it off the kernel while the
- * thread still blocked it), which the kernel's wait would never see: the
- * thread publishes the signals it takes for the call's duration
+ * a claim (sigroute.c: the catcher or another VP took it off the kernel
+ * while the thread still blocked it), which the kernel's wait would never
+ * see: the thread publishes the signals it takes for the call's duration
  * (sigwaiting, as sigwait does), so that a claim made from then on
- * chooses it and pokes its kernel thread, whose sigsuspend runs it; then
- * takes the claims made before, and its own pending ones. */
-int ppl_sigsuspend(const sigset_t *set)
+ * chooses it and pokes its kernel thread, where the call lets the poke in
+ * and the trampoline runs the claim; then takes the claims made before,
+ * and its own pending ones.  One the call blocks that the thread does not
+ * stays away from its kernel thread until the call returns (the kernel
+ * delivers the poke then): the call is not interrupted.  True: a signal
+ * was taken and its handler run before the call, which must fail with
+ * EINTR without being made. */
+bool sig_mask_call_enter(const sigset_t *set, struct sig_mask_call *c)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	struct ult *self = v ? v->current : NULL;
-	if (self == NULL || set == NULL)
-		return sys_sigsuspend(set);
+	c->self = v ? v->current : NULL;
 	uint64_t m;
-	if (get_set(&m, set) != 0) {
-		errno = EFAULT;
-		return -1;
+	if (c->self == NULL || set == NULL || get_set(&m, set) != 0) {
+		c->self = NULL;   /* none, or the kernel's EFAULT */
+		return false;
 	}
+	struct ult *self = c->self;
 	m &= ~SIG_UNBLOCKABLE;
 	uint64_t opened = self->sigmask & ~m;
-	uint64_t outer = atomic_exchange_explicit(&self->sigwaiting, opened, memory_order_seq_cst);
+	c->outer = atomic_exchange_explicit(&self->sigwaiting, opened, memory_order_seq_cst);
 	/* pthread_kill's, left pending while blocked: to this kernel thread,
 	 * where the call unblocks it (the trampoline runs its own SI_TKILL). */
 	for (uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~m;
@@ -532,25 +537,78 @@ int ppl_sigsuspend(const sigset_t *set)
 		if (atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b)
 			vp_signal_self(__builtin_ctzll(b) + 1);
 	}
-	int r = 0;
-	for (uint64_t c = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~m;
-	     c != 0 && r == 0; c &= c - 1) {
-		int sig = __builtin_ctzll(c) + 1;
+	bool took = false;
+	for (uint64_t cl = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~m;
+	     cl != 0 && !took; cl &= cl - 1) {
+		int sig = __builtin_ctzll(cl) + 1;
 		siginfo_t si;
 		if (sig_take(self, sig, &si, true)) {
 			sig_run_taken(sig, &si, m);   /* with the call's mask, as in it */
 			vp_set_sigmask(self->sigmask);
-			r = -1;
+			took = true;
 		}
 	}
-	int err = EINTR;
-	if (r == 0) {
-		sys_sigsuspend(set);
-		err = errno;
+	if (took)
+		sig_mask_call_leave(c);
+	return took;
+}
+
+void sig_mask_call_leave(struct sig_mask_call *c)
+{
+	if (c->self == NULL)
+		return;
+	int saved = errno;
+	atomic_store_explicit(&c->self->sigwaiting, c->outer, memory_order_seq_cst);
+	errno = saved;
+}
+
+int ppl_sigsuspend(const sigset_t *set)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(set, &c)) {
+		errno = EINTR;
+		return -1;
 	}
-	atomic_store_explicit(&self->sigwaiting, outer, memory_order_seq_cst);
-	errno = err;
-	return -1;
+	int r = sys_sigsuspend(set);
+	sig_mask_call_leave(&c);
+	return r;
+}
+
+int ppl_ppoll(struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *m)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(m, &c)) {
+		errno = EINTR;
+		return -1;
+	}
+	int r = sys_ppoll(p, n, ts, m);
+	sig_mask_call_leave(&c);
+	return r;
+}
+
+int ppl_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		const sigset_t *m)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(m, &c)) {
+		errno = EINTR;
+		return -1;
+	}
+	int res = sys_pselect(n, r, w, e, ts, m);
+	sig_mask_call_leave(&c);
+	return res;
+}
+
+int ppl_epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(m, &c)) {
+		errno = EINTR;
+		return -1;
+	}
+	int r = sys_epoll_pwait(fd, ev, n, ms, m);
+	sig_mask_call_leave(&c);
+	return r;
 }
 
 int ppl_sigprocmask(int how, const sigset_t *set, sigset_t *old)

@@ -360,7 +360,7 @@ static void catcher_main(void *arg)
 	int64_t next_look = 0;
 	for (;;) {
 		uint64_t claimed = atomic_load_explicit(&sig_claims, memory_order_acquire);
-		uint64_t want = sig_wrapped_set() | bit(CATCHER_WAKE);
+		uint64_t want = sig_caught_set() | bit(CATCHER_WAKE);
 		int64_t now = mono_ns();
 		if (claimed == 0)
 			next_look = 0;
@@ -374,7 +374,7 @@ static void catcher_main(void *arg)
 				? -1
 				: vp_kthread_sigtimedwait(want, &si, claimed != 0 ? &period : NULL);
 		if (r > 0 && r != CATCHER_WAKE) {
-			if (sig_has_handler(r))
+			if (sig_has_handler(r) || caught_default(r))
 				sig_route_here(r, &si, NULL, false);
 			else   /* no handler any more: the kernel's action, elsewhere */
 				vp_process_kill(r);
