@@ -76,6 +76,14 @@ void sig_catcher_wake(void);
 /* The catcher thread was started (it stays: retire.c keeps the helpers). */
 bool sig_catcher_running(void);
 void sig_claims_fork_child(void);
+/* signal.c: around libppl's code in a signal handler that may switch the
+ * thread out (the tick, the trampoline's owed preemption): a thread that
+ * resumes there raises its signals only after the handler's sigreturn. */
+struct sig_frame {
+	bool in, held;   /* the outer frame's, if nested */
+};
+struct ult *sig_frame_enter(struct sig_frame *f);
+void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc);
 /* signal.c: a call with a temporary mask (sigsuspend, ppoll, pselect,
  * epoll_pwait) publishes the signals it unblocks (ult.sigwaiting) while it
  * runs, so that a process-directed one reaches it. */

@@ -159,9 +159,15 @@ static void default_action(int sig)
 	spin_unlock(&acts.lock);
 }
 
-static void trampoline(int sig, siginfo_t *si, void *uc)
+/* Whether the handler runs here and now (the trampoline's decision); a
+ * siginfo the handler gets instead of the kernel's is written over the
+ * kernel's, in the signal frame.  Not inlined, nor is what follows the
+ * handler: the trampoline's own frame, under the handler's on the
+ * thread's stack, stays a few words (a handler on a PTHREAD_STACK_MIN
+ * stack has the room it has on NPTL, where the kernel calls it directly;
+ * this decision's frame and its callees' are gone by then). */
+__attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void *uc, int flags)
 {
-	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
 	if (vp_signal_defer(sig, si, uc)) {
 		/* The kernel reset the action on this delivery: the one it
 		 * will deliver later must find the trampoline again. */
@@ -169,7 +175,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 			struct sigaction k = wrapped_action(&acts.app[sig]);
 			vp_sigaction(sig, &k, NULL);
 		}
-		return;
+		return false;
 	}
 	vp_siginfo_own(si);   /* a VP process's pid is the program's */
 	siginfo_t tkill;
@@ -189,9 +195,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 			run = sig_take(here, sig, &tkill,
 				       atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) &
 					       bit(sig));
-		else
-			run = false;
-		si = &tkill;
+		if (run)
+			*si = tkill;
 	} else if (directed_here(sig, si)) {
 		run = true;   /* pthread_kill, raise: its own */
 	} else if (here_vp == NULL) {
@@ -207,8 +212,11 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 			struct sigaction k = wrapped_action(&acts.app[sig]);
 			vp_sigaction(sig, &k, NULL);
 		}
+		struct sig_frame f;
+		struct ult *self = sig_frame_enter(&f);
 		preempt_handler_leave(uc);   /* it may have woken its target */
-		return;
+		sig_frame_leave(self, &f, uc);
+		return false;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
@@ -216,7 +224,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	if (h == (void *)SIG_DFL && (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)))
 		default_action(sig);   /* taken by a thread that does not block it */
 	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
-		return;   /* changed while the signal was on its way */
+		return false;   /* changed while the signal was on its way */
 	/* The kernel thread runs the handler with its sa_mask added.  Say so
 	 * in the VP: a thread switched in here while the handler is away
 	 * (it yields, parks or is preempted) then installs its own mask
@@ -225,19 +233,36 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	if (vp != NULL)
 		vp_note_sigmask(vp, vp_get_sigmask());
 	preempt_handler_enter(uc);
-	if (flags & SA_SIGINFO)
-		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
-	else
-		((void (*)(int))h)(sig);
-	preempt_handler_leave(uc);
+	return true;
+}
+
+__attribute__((noinline)) static void tramp_after(void *uc)
+{
+	struct sig_frame f;
+	struct ult *self = sig_frame_enter(&f);
+	preempt_handler_leave(uc);   /* an owed preemption: may switch out */
+	sig_frame_leave(self, &f, uc);
 	/* sigreturn gives this kernel thread (maybe another one by now) the
 	 * mask of the interrupted code. */
-	vp = vp_current();
+	struct vp *vp = vp_current();
 	if (vp != NULL) {
 		uint64_t m;
 		memcpy(&m, &((ucontext_t *)uc)->uc_sigmask, sizeof m);
 		vp_note_sigmask(vp, m);
 	}
+}
+
+static void trampoline(int sig, siginfo_t *si, void *uc)
+{
+	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
+	if (!tramp_decide(sig, si, uc, flags))
+		return;
+	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
+	if (flags & SA_SIGINFO)
+		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+	else
+		((void (*)(int))h)(sig);
+	tramp_after(uc);
 }
 
 void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask)

@@ -40,6 +40,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "monitor.h"
@@ -128,8 +129,65 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 		self->ks_vp = NULL;
 }
 
+/* self resumes inside libppl's part of a signal handler (it was switched
+ * out there: the preemption tick, or a preemption owed when an
+ * application's handler returned to the trampoline): its signals raised now
+ * would stack their frames on that one's (the kernel's signal frame, about
+ * 3 KiB with this CPU's xsave area, and the switch path's), and a handler
+ * on a PTHREAD_STACK_MIN stack had half the room NPTL gives it.  So they
+ * are raised blocked on this kernel thread, and the handler's sigreturn,
+ * which restores the interrupted code's mask, lets the kernel deliver them
+ * there, at the depth the thread was interrupted at (sig_frame_leave notes
+ * that mask in the VP).  A claim of the process becomes a poke to itself,
+ * which the trampoline takes then. */
+static bool held_till_sigreturn(struct ult *self)
+{
+	uint64_t later = (atomic_load_explicit(&self->sigpending, memory_order_acquire) |
+			  sig_claims_for(self)) &
+			 ~self->sigmask;
+	if (later == 0)
+		return false;
+	self->sigframe_held = true;
+	vp_set_sigmask(self->sigmask | later);
+	deliver_pending(self);
+	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
+		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
+	return true;
+}
+
+struct ult *sig_frame_enter(struct sig_frame *f)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v != NULL ? v->current : NULL;
+	if (self == NULL)
+		return NULL;
+	f->in = self->in_sigframe;   /* nested: a tick inside a handler */
+	f->held = self->sigframe_held;
+	self->in_sigframe = true;
+	self->sigframe_held = false;
+	return self;
+}
+
+void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc)
+{
+	if (self == NULL)
+		return;
+	self->in_sigframe = f->in;
+	struct vproc *v = (struct vproc *)vp_current();
+	if (self->sigframe_held && v != NULL) {
+		/* sigreturn installs the interrupted code's mask, which lets
+		 * the held signals in. */
+		uint64_t m;
+		memcpy(&m, &((const ucontext_t *)uc)->uc_sigmask, sizeof m);
+		vp_note_sigmask(&v->vp, m);
+	}
+	self->sigframe_held = f->held;
+}
+
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
+	if (self->in_sigframe && held_till_sigreturn(self))
+		return;
 	if (self->sigmask != vp_kmask(&v->vp))
 		vp_set_sigmask(self->sigmask);
 	deliver_pending(self);
@@ -144,6 +202,8 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sig_done, false, memory_order_relaxed);
+	t->in_sigframe = false;
+	t->sigframe_held = false;
 	sig_alt_init(t);   /* NPTL: a new thread has no alternate stack */
 }
 
