@@ -137,7 +137,7 @@ static inline __attribute__((always_inline)) void sig_resumed(struct ult *self)
 	 * self when it last looked, on this VP, and nothing changed since
 	 * (vp_kstate_gen); nothing pending for it. */
 	unsigned long gen = vp_kstate_now();
-	if (ppl_likely(self->ks_vp == v && self->ks_gen == gen &&
+	if (ppl_likely(self->ks_vp == v && self->ks_gen == gen && !self->in_sigframe &&
 		       (atomic_load_explicit(&self->sigpending, memory_order_relaxed) |
 			atomic_load_explicit(&sig_claims, memory_order_relaxed)) == 0))
 		return;

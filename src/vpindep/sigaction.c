@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "preempt.h"
+#include "runtime.h"
 #include "sig.h"
 #include "ult.h"
 #include "vproc.h"
@@ -200,7 +201,14 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 	} else if (directed_here(sig, si)) {
 		run = true;   /* pthread_kill, raise: its own */
 	} else if (here_vp == NULL) {
-		run = true;   /* a foreign kernel thread of the program's */
+		/* A kernel thread that is no VP: the program's own (foreign),
+		 * or one of libppl's helpers before it has blocked every signal
+		 * (it starts with its creator's mask).  A default action runs
+		 * there only if the user threads do not exist yet or any more:
+		 * else it goes to a user thread that takes it, or is pending. */
+		run = !(caught_default(sig) && ppl_env_sigroute &&
+			atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 1) ||
+		      sig_route_here(sig, si, NULL, false);
 	} else {
 		/* Process-directed: in the thread that should run it. */
 		bool asked = here != NULL && (here->sigmask & bit(sig)) &&

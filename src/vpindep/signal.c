@@ -118,7 +118,7 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 	sched_class_sync(self, v);
 	if (ppl_unlikely(self->alt.ss_sp != vp_altstack_current(&v->vp)))
 		sig_alt_switch(self, v);
-	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
+	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) || self->in_sigframe ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
 			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
@@ -140,19 +140,33 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
  * there, at the depth the thread was interrupted at (sig_frame_leave notes
  * that mask in the VP).  A claim of the process becomes a poke to itself,
  * which the trampoline takes then. */
-static bool held_till_sigreturn(struct ult *self)
+/* The application's signals a handler frame of libppl's holds off: all
+ * but the faults (a fault there must still be reported) and those no
+ * mask blocks. */
+#define SIG_FAULTS (bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP) | bit(SIGSYS))
+#define SIG_HELD (~(SIG_UNBLOCKABLE | SIG_FAULTS))
+
+/* Claims of signals self blocks but waits for (sigwait, or a call whose
+ * mask lets them in: sigwaiting): a poke to its own kernel thread, which
+ * the kernel holds until the call unblocks it.  A claim made while self
+ * was ready, between publishing its set and entering the call, woke
+ * nobody (its nudge found no running thread to poke). */
+static void poke_waited_claims(struct ult *self)
 {
-	uint64_t later = (atomic_load_explicit(&self->sigpending, memory_order_acquire) |
-			  sig_claims_for(self)) &
-			 ~self->sigmask;
-	if (later == 0)
-		return false;
+	uint64_t w = atomic_load_explicit(&self->sigwaiting, memory_order_seq_cst) & self->sigmask &
+		     atomic_load_explicit(&sig_claims, memory_order_seq_cst);
+	for (; w != 0; w &= w - 1)
+		vp_poke(NULL, __builtin_ctzll(w) + 1, self);
+}
+
+static void held_till_sigreturn(struct ult *self)
+{
 	self->sigframe_held = true;
-	vp_set_sigmask(self->sigmask | later);
+	vp_set_sigmask(self->sigmask | SIG_HELD);
 	deliver_pending(self);
 	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
 		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
-	return true;
+	poke_waited_claims(self);
 }
 
 struct ult *sig_frame_enter(struct sig_frame *f)
@@ -165,6 +179,9 @@ struct ult *sig_frame_enter(struct sig_frame *f)
 	f->held = self->sigframe_held;
 	self->in_sigframe = true;
 	self->sigframe_held = false;
+	/* Signals sent meanwhile wait too: a poke landing in the rest of
+	 * the handler (before or after a switch) would nest its frame. */
+	vp_set_sigmask(vp_kmask(&v->vp) | SIG_HELD);
 	return self;
 }
 
@@ -174,7 +191,7 @@ void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc
 		return;
 	self->in_sigframe = f->in;
 	struct vproc *v = (struct vproc *)vp_current();
-	if (self->sigframe_held && v != NULL) {
+	if (v != NULL) {
 		/* sigreturn installs the interrupted code's mask, which lets
 		 * the held signals in. */
 		uint64_t m;
@@ -186,13 +203,16 @@ void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc
 
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
-	if (self->in_sigframe && held_till_sigreturn(self))
+	if (self->in_sigframe) {
+		held_till_sigreturn(self);
 		return;
+	}
 	if (self->sigmask != vp_kmask(&v->vp))
 		vp_set_sigmask(self->sigmask);
 	deliver_pending(self);
 	if (atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~self->sigmask)
 		sig_take_claims(self, false);
+	poke_waited_claims(self);
 }
 
 void sig_thread_init(struct ult *t, const struct ult *creator)

@@ -165,10 +165,10 @@ struct wait_arg {
 	bool lets_through;   /* the call's mask unblocks SIGUSR2 (else blocks it) */
 };
 
-/* One call with a 300 ms timeout (sigsuspend: interrupted only), mask m. */
-static int call_with(enum call c, const sigset_t *m, int epfd)
+/* One call with mask m and a timeout of ms (sigsuspend: interrupted only). */
+static int call_with(enum call c, const sigset_t *m, int epfd, int ms)
 {
-	struct timespec ts = { 0, 300000000 };
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
 	int r;
 	switch (c) {
 	case PPOLL:
@@ -179,7 +179,7 @@ static int call_with(enum call c, const sigset_t *m, int epfd)
 		break;
 	case EPOLL_PWAIT: {
 		struct epoll_event ev;
-		r = epoll_pwait(epfd, &ev, 1, 300, m);
+		r = epoll_pwait(epfd, &ev, 1, ms, m);
 		break;
 	}
 	default:
@@ -206,9 +206,14 @@ static void *waiter(void *arg)
 		sigaddset(&m, SIGUSR2);
 	}
 	atomic_store(&waiter_in, 1);
-	int rc = call_with(a->call, &m, epfd);
+	/* Long enough for the signal under any load when the call lets it
+	 * in; when it does not, the call times out, and the signal (which
+	 * may come after that) runs here before the thread ends. */
+	int rc = call_with(a->call, &m, epfd, a->lets_through ? 10000 : 300);
 	atomic_store(&waiter_ran, atomic_load(&ran));
 	atomic_store(&waiter_rc, rc);
+	for (int i = 0; i < 5000 && atomic_load(&ran) == 0; i++)
+		usleep(1000);
 	close(epfd);
 	return NULL;
 }
