@@ -146,19 +146,6 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 #define SIG_FAULTS (bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP) | bit(SIGSYS))
 #define SIG_HELD (~(SIG_UNBLOCKABLE | SIG_FAULTS))
 
-/* Claims of signals self blocks but waits for (sigwait, or a call whose
- * mask lets them in: sigwaiting): a poke to its own kernel thread, which
- * the kernel holds until the call unblocks it.  A claim made while self
- * was ready, between publishing its set and entering the call, woke
- * nobody (its nudge found no running thread to poke). */
-static void poke_waited_claims(struct ult *self)
-{
-	uint64_t w = atomic_load_explicit(&self->sigwaiting, memory_order_seq_cst) & self->sigmask &
-		     atomic_load_explicit(&sig_claims, memory_order_seq_cst);
-	for (; w != 0; w &= w - 1)
-		vp_poke(NULL, __builtin_ctzll(w) + 1, self);
-}
-
 static void held_till_sigreturn(struct ult *self)
 {
 	self->sigframe_held = true;
@@ -166,7 +153,6 @@ static void held_till_sigreturn(struct ult *self)
 	deliver_pending(self);
 	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
 		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
-	poke_waited_claims(self);
 }
 
 struct ult *sig_frame_enter(struct sig_frame *f)
@@ -212,7 +198,6 @@ void sig_resumed_slow(struct ult *self, struct vproc *v)
 	deliver_pending(self);
 	if (atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~self->sigmask)
 		sig_take_claims(self, false);
-	poke_waited_claims(self);
 }
 
 void sig_thread_init(struct ult *t, const struct ult *creator)

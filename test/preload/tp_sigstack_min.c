@@ -1,6 +1,6 @@
 /* Signal handlers of threads with PTHREAD_STACK_MIN stacks have the room
  * NPTL gives them: the thread's room less the kernel's signal frame (this
- * CPU's, AT_MINSIGSTKSZ).  Here a handler uses 70% of that, in threads that
+ * CPU's, AT_MINSIGSTKSZ).  Here a handler uses 60% of that, in threads that
  * spin (preempted by libppl's ticks, so a signal may reach one as it
  * resumes) or sleep, sent with pthread_kill to each and kill to the
  * process, many rounds.  Under libppl a preempted thread's handler ran
@@ -95,7 +95,7 @@ int main(void)
 		frame = 3072;
 	long nptl_room = atomic_load(&room_fn) - frame;
 	CHECK(nptl_room > 2048);
-	depth = (size_t)(nptl_room * 7 / 10);
+	depth = (size_t)(nptl_room * 6 / 10);
 	int sent = 0;
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int i = 0; i < NTHREADS; i++) {
