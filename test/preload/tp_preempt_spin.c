@@ -28,8 +28,15 @@ static void *spinner(void *arg)
 static void *setter(void *arg)
 {
 	(void)arg;
-	/* Sleeps first, so every spinner is running (and owns a VP) by then. */
-	struct timespec ts = { 0, 50 * 1000000L };
+	/* Every spinner has spun (on one VP the setter runs only when one is
+	 * preempted), then a sleep, so that they all spin when the flag
+	 * comes.  Waiting for them, not a fixed time: on a loaded machine a
+	 * native spinner may start after 50 ms. */
+	struct timespec ts = { 0, 1000000L };
+	for (int i = 0; i < SPINNERS; i++)
+		while (spins[i] == 0)
+			nanosleep(&ts, NULL);
+	ts.tv_nsec = 50 * 1000000L;
 	nanosleep(&ts, NULL);
 	flag = 1;
 	return NULL;
@@ -37,6 +44,7 @@ static void *setter(void *arg)
 
 int main(void)
 {
+	alarm(60);   /* a spinner that never runs: the setter waits for ever */
 	pthread_t sp[SPINNERS], st;
 	pthread_attr_t small;
 	CHECK_OK(pthread_attr_init(&small));
