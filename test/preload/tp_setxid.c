@@ -50,32 +50,6 @@ static void *reader(void *arg)
 	return arg;
 }
 
-/* The value of field `name` (e.g. "Uid:") of a task's status, spaces
- * squeezed, into buf. */
-static int status_line(const char *dir, const char *tid, const char *name, char *buf, size_t len)
-{
-	char path[600], line[512];
-	snprintf(path, sizeof path, "%s/%s/status", dir, tid);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return -1;   /* the task is gone */
-	int found = -1;
-	while (fgets(line, sizeof line, f)) {
-		if (strncmp(line, name, strlen(name)) != 0)
-			continue;
-		size_t n = 0;
-		for (char *p = line + strlen(name); *p && *p != '\n' && n + 1 < len; p++)
-			if (!(*p == ' ' || *p == '\t') || (n > 0 && buf[n - 1] != ' '))
-				buf[n++] = (*p == '\t') ? ' ' : *p;
-		while (n > 0 && buf[n - 1] == ' ')
-			n--;
-		buf[n] = 0;
-		found = 0;
-	}
-	fclose(f);
-	return found;
-}
-
 /* Every task of `dir` (a /proc/PID/task) has the Uid:, Gid: and Groups:
  * lines uid, gid and groups; how many tasks it has. */
 static int check_dir(const char *dir, const char *what, const char *uid, const char *gid,
@@ -93,7 +67,7 @@ static int check_dir(const char *dir, const char *what, const char *uid, const c
 		const char *want[3] = { uid, gid, groups };
 		for (int i = 0; i < 3; i++) {
 			char got[256];
-			if (status_line(dir, e->d_name, names[i], got, sizeof got) != 0)
+			if (tp_status_text(dir, e->d_name, names[i], got, sizeof got) != 0)
 				continue;
 			if (strcmp(got, want[i]) != 0) {
 				fprintf(stderr, "setxid: after %s, task %s has %s \"%s\", want \"%s\"\n",
@@ -124,7 +98,7 @@ static void check_all(const char *what, const char *uid, const char *gid, const 
 			continue;
 		char ppid[32];
 		snprintf(dir, sizeof dir, "/proc/%s/task", e->d_name);
-		if (status_line("/proc", e->d_name, "PPid:", ppid, sizeof ppid) == 0 &&
+		if (tp_status_text("/proc", e->d_name, "PPid:", ppid, sizeof ppid) == 0 &&
 		    atoi(ppid) == (int)getpid())
 			tasks += check_dir(dir, what, uid, gid, groups);
 	}

@@ -73,34 +73,6 @@ static void *churner(void *arg)
 	return NULL;
 }
 
-/* The field `name` ("Uid:") of /proc/PID/task/TID/status, tabs to spaces,
- * into buf; -1 if the task is gone. */
-static int field(const char *taskdir, const char *tid, const char *name, char *buf, size_t len)
-{
-	char path[600], line[512];
-	snprintf(path, sizeof path, "%s/%s/status", taskdir, tid);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	int found = -1;
-	while (found < 0 && fgets(line, sizeof line, f)) {
-		if (strncmp(line, name, strlen(name)) != 0)
-			continue;
-		const char *p = line + strlen(name);
-		while (*p == '\t' || *p == ' ')
-			p++;
-		size_t n = 0;
-		for (; *p && *p != '\n' && n + 1 < len; p++)
-			buf[n++] = *p == '\t' ? ' ' : *p;
-		while (n > 0 && buf[n - 1] == ' ')
-			n--;
-		buf[n] = 0;
-		found = 0;
-	}
-	fclose(f);
-	return found;
-}
-
 /* The task is ending: gone, or a zombie, within 500 ms.  A thread past
  * its exit is no longer one the broadcast must reach (NPTL skips those
  * too, tid cleared), yet /proc lists it for a while with the old
@@ -109,7 +81,7 @@ static bool ending(const char *taskdir, const char *tid)
 {
 	for (int i = 0; i < 50; i++) {
 		char st[64];
-		if (field(taskdir, tid, "State:", st, sizeof st) != 0 || st[0] == 'Z' || st[0] == 'X')
+		if (tp_status_text(taskdir, tid, "State:", st, sizeof st) != 0 || st[0] == 'Z' || st[0] == 'X')
 			return true;
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
@@ -131,7 +103,7 @@ static int check_dir(const char *taskdir, int call, const char *const want[3])
 			continue;
 		for (int i = 0; i < 3; i++) {
 			char got[256];
-			if (field(taskdir, e->d_name, names[i], got, sizeof got) != 0)
+			if (tp_status_text(taskdir, e->d_name, names[i], got, sizeof got) != 0)
 				break;
 			if (strcmp(got, want[i]) != 0 && !ending(taskdir, e->d_name)) {
 				fprintf(stderr, "setxid-race: after call %d, %s/%s has %s \"%s\", want \"%s\"\n",
@@ -159,7 +131,7 @@ static void check_all(int call, const char *uid, const char *gid, const char *gr
 	while ((e = readdir(d)) != NULL) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		if (field("/proc", e->d_name, "PPid:", ppid, sizeof ppid) == 0 &&
+		if (tp_status_text("/proc", e->d_name, "PPid:", ppid, sizeof ppid) == 0 &&
 		    atoi(ppid) == (int)getpid()) {
 			snprintf(dir, sizeof dir, "/proc/%s/task", e->d_name);
 			tasks += check_dir(dir, call, want);

@@ -127,6 +127,34 @@ static inline int tp_status_field(const char *pid, const char *field)
 	return n;
 }
 
+/* The value of field `name` (e.g. "Uid:") of /proc/.../status file
+ * dir/tid/status, tabs and runs of spaces squeezed to one space, into buf;
+ * -1 if the task is gone or has no such line. */
+static inline int tp_status_text(const char *dir, const char *tid, const char *name, char *buf,
+				 size_t len)
+{
+	char path[600], line[512];
+	snprintf(path, sizeof path, "%s/%s/status", dir, tid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	int found = -1;
+	while (found < 0 && fgets(line, sizeof line, f)) {
+		if (strncmp(line, name, strlen(name)) != 0)
+			continue;
+		size_t n = 0;
+		for (char *p = line + strlen(name); *p && *p != '\n' && n + 1 < len; p++)
+			if (!(*p == ' ' || *p == '\t') || (n > 0 && buf[n - 1] != ' '))
+				buf[n++] = (*p == '\t') ? ' ' : *p;
+		while (n > 0 && buf[n - 1] == ' ')
+			n--;
+		buf[n] = 0;
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
 #ifndef __cplusplus   /* C11 atomics: the C tests only */
 #include <stdatomic.h>
 #include <stdbool.h>
