@@ -240,6 +240,16 @@ static void wait_answers(struct xid_task *t, size_t from, size_t n)
 	}
 }
 
+/* In fork's child: a broadcast another thread of the parent had under way
+ * is over here (its kernel threads are gone), and the lock it held is free,
+ * as glibc frees its stack-list lock, which its broadcast holds. */
+void vp_setxid_fork_child(void)
+{
+	atomic_store_explicit(&xid.tasks, NULL, memory_order_relaxed);
+	atomic_store_explicit(&xid.ntasks, 0, memory_order_relaxed);
+	atomic_store_explicit(&xid_lock, 0, memory_order_relaxed);
+}
+
 int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err)
 {
 	long nr = xid_nr[op];

@@ -465,6 +465,8 @@ enum vp_xid {
  * kernel thread whose result differs from the caller's (which glibc treats
  * as fatal) is reported in *bad_tid and its errno in *bad_err (0 if none). */
 int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err);
+/* In fork's child: forget a broadcast the parent's other threads had under way. */
+void vp_setxid_fork_child(void);
 /* End a kernel thread libppl did not create, through the C library. */
 _Noreturn void vp_kthread_exit(void *result);
 

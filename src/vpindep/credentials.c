@@ -11,10 +11,20 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "fork.h"
 
 /* One broadcast at a time; the others park here instead of blocking
  * their VP in vp_setxid's own lock, which holds kernel threads off. */
 static pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
+
+/* In fork's child only the forker is left: a broadcast of another thread
+ * of the parent, and its hold on `serial`, did not come with it. */
+void credentials_fork_child(void)
+{
+	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	serial = fresh;
+	vp_setxid_fork_child();
+}
 
 static int setxid(const char *name, enum vp_xid op, long a0, long a1, long a2)
 {

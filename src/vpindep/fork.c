@@ -234,6 +234,7 @@ static void fork_child(void)
 	prio_fork_child();
 	/* Timers are not inherited (POSIX), nor is their helper thread. */
 	cputimer_fork_child();
+	credentials_fork_child();
 	if (!held)
 		return;
 	release(FORK_CHILD);

@@ -24,6 +24,8 @@ void stack_atfork(enum fork_phase ph);       /* stack.c: the stack arenas */
 /* In the child, after the locks are released: the forking thread becomes
  * the only thread, on the only VP; the other VPs restart lazily. */
 void ppl_runtime_fork_child(void);
+/* In the child: setuid's family, which another thread may have been in (credentials.c). */
+void credentials_fork_child(void);
 
 /* Which process's threads a queue in user memory holds (fork.c).  A
  * private object placed in memory that another process shares (undefined
