@@ -35,6 +35,7 @@
 
 struct tcb_group {
 	uint32_t cold;             /* bit i: its TCB i is cold (under lock) */
+	_Atomic uint32_t detached; /* bit i: its TCB i went cold detached (kept when released) */
 	_Atomic bool released;     /* its pages went back (read lock-free) */
 	bool queued;               /* on the list of groups with a cold TCB */
 	int32_t next;              /* next such group (chunk * per_chunk + index), or -1 */
@@ -124,6 +125,8 @@ static struct tcb_chunk *chunk_new(void)
 	return c;
 }
 
+static struct ult *carve_locked(void);
+
 struct ult *tcb_pool_take(void)
 {
 	spin_lock(&lock);
@@ -135,6 +138,7 @@ struct ult *tcb_pool_take(void)
 		struct tcb_group *g = &c->g[gi];
 		int i = __builtin_ctz(g->cold);
 		g->cold &= ~(1u << i);
+		atomic_fetch_and_explicit(&g->detached, ~(1u << i), memory_order_relaxed);
 		if (g->cold == 0) {
 			cold_head = g->next;
 			g->queued = false;
@@ -144,6 +148,20 @@ struct ult *tcb_pool_take(void)
 		spin_unlock(&lock);
 		return (struct ult *)tcb_at(c, gi, (size_t)i);
 	}
+	return carve_locked();
+}
+
+struct ult *tcb_pool_take_new(void)
+{
+	spin_lock(&lock);
+	if (P.stride == 0)
+		geometry();
+	return carve_locked();
+}
+
+/* A TCB never used; caller holds lock, which this releases. */
+static struct ult *carve_locked(void)
+{
 	uint32_t n = atomic_load_explicit(&P.nchunks, memory_order_relaxed);
 	struct tcb_chunk *c = n ? P.chunk[n - 1] : NULL;
 	uint32_t k = c ? atomic_load_explicit(&c->carved, memory_order_relaxed) : 0;
@@ -188,6 +206,8 @@ void tcb_pool_cool(struct ult *t)
 	struct tcb_group *g = &c->g[gi];
 	spin_lock(&lock);
 	g->cold |= 1u << i;
+	if (t->detached)
+		atomic_fetch_or_explicit(&g->detached, 1u << i, memory_order_relaxed);
 	if (!g->queued) {
 		g->next = cold_head;
 		cold_head = (int32_t)(c->index * P.per_chunk + gi);
@@ -202,6 +222,32 @@ void tcb_pool_cool(struct ult *t)
 		release_table(c, gi);
 	}
 	spin_unlock(&lock);
+}
+
+/* Whether t is a TCB of the pool whose pages went back while its thread,
+ * ended, was detached: they read as zeros now, its flag included.  The
+ * chunk is looked for, never read from t's address, which may be any
+ * pthread_t a program passes. */
+bool tcb_pool_ended_detached(const struct ult *t)
+{
+	uintptr_t base = (uintptr_t)t & ~(uintptr_t)(P.chunk_bytes - 1);
+	uint32_t n = atomic_load_explicit(&P.nchunks, memory_order_acquire);
+	for (uint32_t ci = 0; ci < n; ci++) {
+		struct tcb_chunk *c = atomic_load_explicit(&P.chunk[ci], memory_order_relaxed);
+		if ((uintptr_t)c != base)
+			continue;
+		size_t off = (size_t)((const char *)t - (const char *)c);
+		if (off < P.meta_bytes)
+			return false;
+		off -= P.meta_bytes;
+		size_t gi = off / P.group_bytes, i = off % P.group_bytes / P.stride;
+		if (gi >= P.per_chunk || i >= P.per_group)
+			return false;
+		struct tcb_group *g = &c->g[gi];
+		return atomic_load_explicit(&g->released, memory_order_relaxed) &&
+		       (atomic_load_explicit(&g->detached, memory_order_relaxed) >> i & 1);
+	}
+	return false;
 }
 
 /* The TCB after position (ci, k), skipping released groups, or NULL. */

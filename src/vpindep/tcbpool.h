@@ -12,10 +12,12 @@ struct ult;
 /* A TCB's memory, or NULL (out of memory).  Its contents are stale or
  * zero: the caller clears it. */
 struct ult *tcb_pool_take(void);
+struct ult *tcb_pool_take_new(void);
 /* t (state ULT_FREE, holding nothing) is not needed now: once every TCB
  * of its group is cold the group's pages go back to the kernel, and t
  * reads as zeros (state ULT_FREE) until it is taken again. */
 void tcb_pool_cool(struct ult *t);
+bool tcb_pool_ended_detached(const struct ult *t);
 /* Every TCB ever carved, live or not, skipping the released groups:
  * for (t = tcb_pool_first(); t; t = tcb_pool_next(t)).  Lock-free; a
  * TCB may read as zeros (ULT_FREE) if it was released meanwhile. */

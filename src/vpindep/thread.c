@@ -53,18 +53,25 @@ static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks 
 static size_t cache_bare;          /* cached TCBs without a stack */
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
 
-static struct ult *tcb_get(void)
+/* A TCB for a new thread, recycled if one is cached; fresh: one never used
+ * (for a kernel thread libppl meets, which the program did not create:
+ * it must not take the pthread_t of a thread that has just ended, which
+ * a late join or detach still finds detached, as glibc's would). */
+static struct ult *tcb_get(bool fresh)
 {
-	spin_lock(&cache_lock);
-	struct ult *t = cache;
-	if (t) {
-		cache = t->cache_next;
-		cache_room += t->stack.size;   /* 0 without a stack */
-		cache_bare -= t->stack.size == 0;
+	struct ult *t = NULL;
+	if (!fresh) {
+		spin_lock(&cache_lock);
+		t = cache;
+		if (t) {
+			cache = t->cache_next;
+			cache_room += t->stack.size;   /* 0 without a stack */
+			cache_bare -= t->stack.size == 0;
+		}
+		spin_unlock(&cache_lock);
 	}
-	spin_unlock(&cache_lock);
 	if (t == NULL) {
-		t = tcb_pool_take();
+		t = fresh ? tcb_pool_take_new() : tcb_pool_take();
 		if (t == NULL)
 			return NULL;
 		memset(t, 0, sizeof *t);
@@ -232,7 +239,7 @@ struct ult *ult_foreign_self(void)
 	if (is_main_kthread() && (ppl_rt.main_ult.foreign || !atomic_load(&ppl_rt.started))) {
 		t = &ppl_rt.main_ult;
 	} else {
-		t = tcb_get();
+		t = tcb_get(true);
 		if (t == NULL)
 			ppl_fatal("out of memory for the TCB of a kernel thread");
 		t->foreign = true;
@@ -288,7 +295,7 @@ static void *kthread_born(void *p)
 static int kthread_through_wrapper(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *),
 				   void *arg)
 {
-	struct ult *t = tcb_get();
+	struct ult *t = tcb_get(false);
 	if (t == NULL)
 		return EAGAIN;
 	t->foreign = true;
@@ -410,7 +417,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	if (err)
 		return err;
 	struct ult *self = ult_self();   /* the creator (once: a call each) */
-	struct ult *t = tcb_get();
+	struct ult *t = tcb_get(false);
 	if (t == NULL)
 		return EAGAIN;
 	err = give_stack(t, &at);
@@ -578,11 +585,12 @@ bool ult_stale(struct ult *t)
 
 /* What a join or a detach of a stale t says: a detached thread that ended
  * is recycled at once, but its TCB keeps the flag until the next thread
- * reuses it, so one that comes too late says EINVAL, as glibc's does (its
- * stack cache keeps the descriptor, still detached); else ESRCH. */
+ * reuses it (the pool keeps it for a TCB whose pages went back), so one
+ * that comes too late says EINVAL, as glibc's does (its stack cache keeps
+ * the descriptor, still detached); else ESRCH. */
 static int stale_error(const struct ult *t)
 {
-	return t != NULL && t->detached ? EINVAL : ESRCH;
+	return t != NULL && (t->detached || tcb_pool_ended_detached(t)) ? EINVAL : ESRCH;
 }
 
 /* t joins the caller but has a cancel request pending (its join, a
