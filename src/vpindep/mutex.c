@@ -41,6 +41,7 @@
 #include "schedhooks.h"
 #include "scheduler.h"
 #include "ult.h"
+#include "vproc.h"
 #include "waitq.h"
 
 /* __kind bits, as glibc's pthreadP.h defines them */
@@ -173,12 +174,29 @@ static inline int spins_for(int kind, bool relock)
 	return relock ? SPINS_RELOCK : 0;
 }
 
+/* PPL_STATS's mutex counters, on the calling thread's VP (none for a
+ * foreign thread).  Slow paths only. */
+static inline void count_wait(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v)
+		v->stats.mutex_waits++;
+}
+
+static inline void count_wake(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v)
+		v->stats.mutex_wakes++;
+}
+
 /* The mutex was seen held: spin `spins` polls, then park.  0, ETIMEDOUT or
  * EINVAL.  Out of line, like the other slow paths below, so that the
  * uncontended lock and unlock save no registers. */
 static __attribute__((noinline)) int acquire_slow(struct mutex *m, int kind, int spins,
 						 const struct timespec *abstime, clockid_t clk)
 {
+	count_wait();
 	/* The owner can be running only if there is another VP. */
 	if (ppl_rt.nvps > 1) {
 		for (int i = 0; i < spins; i++) {
@@ -257,8 +275,10 @@ static __attribute__((noinline)) void release_slow(struct mutex *m, int kind)
 	struct ult *t = waitq_pop(&m->q);
 	spin_unlock(&m->lock);
 	/* From here on m may already be destroyed and freed. */
-	if (t)
+	if (t) {
+		count_wake();
 		sched_wake(t);
+	}
 }
 
 /* glibc's own flag (glibcabi.h): true until a second kernel thread exists

@@ -75,6 +75,8 @@ struct vp_stats {
 	unsigned long steals, parks, wakes, creates;
 	unsigned long syscalls;    /* announced blocking calls (blocking.c) */
 	unsigned long preempts, preempts_deferred;
+	unsigned long mutex_waits; /* private mutex locks that found it held (mutex.c) */
+	unsigned long mutex_wakes; /* unlocks that woke a waiter (mutex.c) */
 };
 
 /* Blocking system calls (monitor.c).  in_syscall is SYS_OUT or SYS_IN,
