@@ -110,6 +110,11 @@ void sig_catch_defaults(void);
 void sig_alt_init(struct ult *t);
 void sig_alt_adopt(struct ult *m);
 void sig_alt_switch(struct ult *self, struct vproc *v);
+/* self, which has an alternate stack, leaves v's kernel thread: the VP's
+ * own goes back there, so that a signal landing on v while self runs
+ * elsewhere (a claim's routing, a poke for the next thread) never writes
+ * its frame on self's stack, where self may be taking one itself. */
+void sig_alt_leave(struct ult *self, struct vproc *v);
 
 /* affinity.c: on v's kernel thread, give it CPU set c (NULL: the process's). */
 void sched_cpus_install(struct vproc *v, const struct cpus *c);
