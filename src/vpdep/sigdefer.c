@@ -10,11 +10,14 @@
  * the kernel delivers it there, to a handler that finds no lock
  * held.  If a context switch installs a mask before that, the signal
  * arrives then; still inside a lock, it is simply put off once more.  If
- * by the last unlock a thread that blocks the signal runs here, the signal
- * goes back to the process (hand_back), as the kernel would have sent a
- * process-directed signal to a thread that does not block it. */
+ * by the last unlock this kernel thread blocks the signal (a thread that
+ * blocks it runs here, or libppl's part of a handler holds it off), the
+ * signal goes back to the process or to the runtime's routing, with its
+ * siginfo (hand_back), as the kernel would have sent a process-directed
+ * signal to a thread that does not block it. */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -53,18 +56,33 @@ bool vp_signal_defer(int sig, siginfo_t *si, void *uc)
 	return true;
 }
 
-/* A signal put off on this kernel thread whose thread now blocks it: as a
+static bool (*_Atomic router)(int sig, const siginfo_t *si);
+
+void vp_signal_set_router(bool (*route)(int sig, const siginfo_t *si))
+{
+	atomic_store_explicit(&router, route, memory_order_release);
+}
+
+/* A signal put off on this kernel thread that it now blocks: as a
  * process-directed signal it would go to another thread that takes it, so
  * take it off this kernel thread and send it to the process again.  The
  * kernel accepts the original siginfo only for codes a process may forge
- * (SI_QUEUE and other negative ones); for the others (kill, tgkill,
- * kernel-generated) kill() makes a new one. */
+ * (SI_QUEUE and other negative ones: a poke stays a poke); the others
+ * (kill, tgkill, kernel-generated) go to the runtime's routing, which
+ * keeps their siginfo: kill() would make a new one naming this process as
+ * the sender (a child's kill read as the program's own). */
 static void hand_back(int sig)
 {
 	siginfo_t si;
 	if (!vp_take_signal(sig, &si))
 		return;
-	vp_backend_ops()->kill_process(sig, si.si_code >= 0 || si.si_code == SI_TKILL ? NULL : &si);
+	if (si.si_code < 0 && si.si_code != SI_TKILL) {
+		vp_backend_ops()->kill_process(sig, &si);   /* a poke stays one */
+		return;
+	}
+	bool (*route)(int, const siginfo_t *) = atomic_load_explicit(&router, memory_order_acquire);
+	if (route == NULL || !route(sig, &si))
+		vp_backend_ops()->kill_process(sig, NULL);
 }
 
 /* vp_crit_leave: the last lock is gone and signals were put off.  Unblock

@@ -514,8 +514,12 @@ static void forwarder_main(void *unused)
 		}
 		for (uint64_t h = held; h != 0; h &= h - 1) {
 			int s = __builtin_ctzll(h) + 1;
-			if (forward(s, &kept[s]))
+			if (forward(s, &kept[s])) {
+				/* At once: its taker may take it and ask
+				 * sigpending right after. */
 				held &= ~(1ULL << (s - 1));
+				atomic_store_explicit(&forwarder_held, held, memory_order_release);
+			}
 		}
 		atomic_store_explicit(&forwarder_held, held, memory_order_release);
 	}

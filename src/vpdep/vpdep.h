@@ -486,6 +486,12 @@ _Noreturn void vp_kthread_exit(void *result);
 bool vp_signal_defer(int sig, siginfo_t *si, void *uc);
 /* Unblock the signals put off, once the last lock is gone (vp_crit_leave). */
 void vp_signal_flush(struct vp *vp);
+/* Who takes a signal put off here that the kernel thread blocks by the
+ * last unlock (the thread running there blocks it, or libppl's part of a
+ * handler holds it off): route(sig, si) with the kernel's siginfo, true if
+ * it took it (the runtime routes it to a user thread, siginfo intact);
+ * else, or with none set, it goes back to the process. */
+void vp_signal_set_router(bool (*route)(int sig, const siginfo_t *si));
 /* The C library's sigaction, bypassing libppl's own (libppl's handlers). */
 int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 

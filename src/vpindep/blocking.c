@@ -90,3 +90,13 @@ void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version)
 CANCELLABLE_AS(sys_sigtimedwait, int, sigtimedwait,
 	       (const sigset_t *set, siginfo_t *info, const struct timespec *ts), (set, info, ts))
 CANCELLABLE_AS(sys_sigsuspend, int, sigsuspend, (const sigset_t *set), (set))
+CANCELLABLE_AS(sys_ppoll, int, ppoll,
+	       (struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *m),
+	       (p, n, ts, m))
+CANCELLABLE_AS(sys_pselect, int, pselect,
+	       (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		const sigset_t *m),
+	       (n, r, w, e, ts, m))
+CANCELLABLE_AS(sys_epoll_pwait, int, epoll_pwait,
+	       (int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m),
+	       (fd, ev, n, ms, m))

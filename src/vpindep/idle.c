@@ -190,6 +190,12 @@ void sched_vp_main(struct vp *vp)
 	preempt_vp_start(v);
 	for (;;) {
 		set_current(v, NULL);
+		/* A thread switched out inside a handler on its own
+		 * alternate stack left it installed here (sig_alt_leave was
+		 * refused): a signal landing on this idle VP must not write on
+		 * it while the thread runs elsewhere. */
+		if (ppl_unlikely(vp_altstack_current(vp) != NULL))
+			vp_altstack_use(vp, NULL);
 		if (ppl_unlikely(atomic_load_explicit(&v->halt, memory_order_relaxed)))
 			retire_halt_point(v);
 		int64_t left = sched_run_timers(v);

@@ -248,6 +248,7 @@ static int restart_vps(void)
 	ppl_rt.nvps = err ? ppl_rt.nvps_total : n;
 	monitor_start();
 	atomic_store_explicit(&ppl_rt.started, 1, memory_order_release);
+	sig_catch_defaults();
 	sig_catcher_start();
 	return 0;
 }
@@ -341,6 +342,7 @@ int ppl_runtime_start_slow(void)
 		monitor_start();
 	atomic_store_explicit(&ppl_rt.started, 1, memory_order_release);
 	spin_unlock(&ppl_rt.lock);
+	sig_catch_defaults();
 	sig_catcher_start();
 	return err;
 }

@@ -4,6 +4,10 @@
 #ifndef PPL_MONITOR_H
 #define PPL_MONITOR_H
 
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+
 #include "base.h"
 #include "vproc.h"
 
@@ -11,6 +15,11 @@
  * cancellation points. */
 int sys_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts);
 int sys_sigsuspend(const sigset_t *set);
+/* ... and of the calls with a temporary signal mask (signal.c does the rest). */
+int sys_ppoll(struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *m);
+int sys_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		const sigset_t *m);
+int sys_epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m);
 
 /* ---- blocking system calls (monitor.c, blocking.c, deadlock.c) ------------------- */
 

@@ -302,7 +302,10 @@ static void tick(void *uc)
 		cpuclock_tick(cv->current);
 		cputimer_tick(cv->current);
 	}
+	struct sig_frame f;
+	struct ult *self = sig_frame_enter(&f);   /* resumed in here: signals after it */
 	tick_body(uc);
+	sig_frame_leave(self, &f, uc);
 	struct vproc *v = (struct vproc *)vp_current();
 	/* A kick whose thread another VP took left this one raised
 	 * (sched_class_raise): back to the class of what it runs, unless

@@ -76,8 +76,33 @@ void sig_catcher_wake(void);
 /* The catcher thread was started (it stays: retire.c keeps the helpers). */
 bool sig_catcher_running(void);
 void sig_claims_fork_child(void);
+/* signal.c: around libppl's code in a signal handler that may switch the
+ * thread out (the tick, the trampoline's owed preemption): a thread that
+ * resumes there raises its signals only after the handler's sigreturn. */
+struct sig_frame {
+	bool in, held;   /* the outer frame's, if nested */
+};
+struct ult *sig_frame_enter(struct sig_frame *f);
+void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc);
+/* signal.c: a call with a temporary mask (sigsuspend, ppoll, pselect,
+ * epoll_pwait) publishes the signals it unblocks (ult.sigwaiting) while it
+ * runs, so that a process-directed one reaches it. */
+struct sig_mask_call {
+	struct ult *self;   /* NULL: nothing published */
+	uint64_t outer;     /* sigwaiting before */
+};
+bool sig_mask_call_enter(const sigset_t *set, struct sig_mask_call *c);
+void sig_mask_call_leave(struct sig_mask_call *c);
 /* sigaction.c: the signals the kernel runs the trampoline for. */
 uint64_t sig_wrapped_set(void);
+/* ... for a handler, or for a default action that ends or stops the
+ * process (caught_default: routed as a handler's is, so that a signal every
+ * user thread blocks stays pending on the process). */
+uint64_t sig_caught_set(void);
+bool caught_default(int sig);
+/* The runtime started: the default actions that end or stop the process
+ * go behind the trampoline, now and whenever the program sets one. */
+void sig_catch_defaults(void);
 
 /* sigaltstack.c: a new thread has no alternate stack; the main thread
  * keeps the one its kernel thread had (before vp_adopt); install self's
@@ -85,6 +110,11 @@ uint64_t sig_wrapped_set(void);
 void sig_alt_init(struct ult *t);
 void sig_alt_adopt(struct ult *m);
 void sig_alt_switch(struct ult *self, struct vproc *v);
+/* self, which has an alternate stack, leaves v's kernel thread: the VP's
+ * own goes back there, so that a signal landing on v while self runs
+ * elsewhere (a claim's routing, a poke for the next thread) never writes
+ * its frame on self's stack, where self may be taking one itself. */
+void sig_alt_leave(struct ult *self, struct vproc *v);
 
 /* affinity.c: on v's kernel thread, give it CPU set c (NULL: the process's). */
 void sched_cpus_install(struct vproc *v, const struct cpus *c);
@@ -112,7 +142,7 @@ static inline __attribute__((always_inline)) void sig_resumed(struct ult *self)
 	 * self when it last looked, on this VP, and nothing changed since
 	 * (vp_kstate_gen); nothing pending for it. */
 	unsigned long gen = vp_kstate_now();
-	if (ppl_likely(self->ks_vp == v && self->ks_gen == gen &&
+	if (ppl_likely(self->ks_vp == v && self->ks_gen == gen && !self->in_sigframe &&
 		       (atomic_load_explicit(&self->sigpending, memory_order_relaxed) |
 			atomic_load_explicit(&sig_claims, memory_order_relaxed)) == 0))
 		return;

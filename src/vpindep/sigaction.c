@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "preempt.h"
+#include "runtime.h"
 #include "sig.h"
 #include "ult.h"
 #include "vproc.h"
@@ -34,6 +35,9 @@ static struct {
 	void *_Atomic handler[NSIGS];        /* app[sig]'s handler, for the trampoline */
 	_Atomic int flags[NSIGS];            /* app[sig].sa_flags, for the trampoline */
 	_Atomic uint64_t wrapped;            /* bit sig-1: the kernel runs trampoline */
+	_Atomic uint64_t dfl;                /* bit sig-1: the default action, behind
+					      * the trampoline too (caught_default) */
+	bool dfl_on;                         /* the runtime started: catch them */
 	uint64_t interrupt;                  /* siginterrupt(sig, 1): no SA_RESTART */
 } acts;
 
@@ -47,6 +51,43 @@ static bool is_wrapped(int sig)
 	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) & bit(sig);
 }
 
+/* The signals whose default action ends or stops the process, not faults:
+ * SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM,
+ * SIGTERM, SIGSTKFLT, SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGXFSZ,
+ * SIGVTALRM, SIGPROF, SIGIO, SIGPWR and the program's real-time ones.
+ * With that action the kernel would take one from whichever kernel thread
+ * does not block it, an idle VP's (its mask is the last thread's it ran)
+ * or a VP's between two threads, and end the process while every user
+ * thread blocks it, where NPTL keeps it pending.  So the trampoline gets
+ * them too, and routes them as it routes a handler's (sigroute.c): the
+ * action is taken in a thread that does not block it, or the signal is a
+ * claim of the process (sigpending shows it, sigwait takes it) until one
+ * unblocks it.  The exact mask of each thread decides, read when the
+ * signal arrives: no kernel mask has to be published to other kernel
+ * threads first.  Not SIGABRT: abort() (libppl's own fatal errors too, in
+ * whatever state the runtime is) must reach the kernel's action at once. */
+static bool ends_or_stops(int sig)
+{
+	static const uint64_t std = (1ULL << (SIGHUP - 1)) | (1ULL << (SIGINT - 1)) |
+				    (1ULL << (SIGQUIT - 1)) |
+				    (1ULL << (SIGUSR1 - 1)) | (1ULL << (SIGUSR2 - 1)) |
+				    (1ULL << (SIGPIPE - 1)) | (1ULL << (SIGALRM - 1)) |
+				    (1ULL << (SIGTERM - 1)) | (1ULL << (SIGSTKFLT - 1)) |
+				    (1ULL << (SIGTSTP - 1)) | (1ULL << (SIGTTIN - 1)) |
+				    (1ULL << (SIGTTOU - 1)) | (1ULL << (SIGXCPU - 1)) |
+				    (1ULL << (SIGXFSZ - 1)) | (1ULL << (SIGVTALRM - 1)) |
+				    (1ULL << (SIGPROF - 1)) | (1ULL << (SIGIO - 1)) |
+				    (1ULL << (SIGPWR - 1));
+	if (sig >= 34 && sig < 64)
+		return !sig_reserved(sig);
+	return sig < 32 && (std & bit(sig));
+}
+
+static bool stops(int sig)
+{
+	return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 uint64_t sig_wrapped_set(void)
 {
 	return atomic_load_explicit(&acts.wrapped, memory_order_acquire);
@@ -58,6 +99,7 @@ bool sig_has_handler(int sig)
 }
 
 static void trampoline(int sig, siginfo_t *si, void *uc);
+bool caught_default(int sig);
 
 /* What the kernel gets for the application's action a: the trampoline. */
 static struct sigaction wrapped_action(const struct sigaction *a)
@@ -85,9 +127,48 @@ static bool directed_here(int sig, siginfo_t *si)
 	return si->si_code == SI_USER && (sig == SIGPIPE || sig == SIGXFSZ);
 }
 
-static void trampoline(int sig, siginfo_t *si, void *uc)
+/* The kernel's default action for sig, a thread that does not block it
+ * having taken it: ends the process (with a core where it makes one) or
+ * stops it, then the trampoline again for the next one. */
+static void default_action(int sig)
 {
-	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	spin_lock(&acts.lock);
+	bool still = atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig);
+	if (still)
+		vp_sigaction(sig, &dfl, NULL);
+	spin_unlock(&acts.lock);
+	if (!still)
+		return;
+	/* Unblocked on this kernel thread (the trampoline runs with it
+	 * blocked) and raised here: delivered as the call returns. */
+	uint64_t was = vp_get_sigmask();
+	vp_set_sigmask(was & ~bit(sig));
+	vp_signal_self(sig);
+	vp_set_sigmask(was);
+	if (!stops(sig))
+		return;
+	/* Continued: catch the next one again, unless it changed meanwhile. */
+	spin_lock(&acts.lock);
+	if (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)) {
+		struct sigaction k = wrapped_action(&acts.app[sig]);
+		k.sa_flags = SA_SIGINFO | SA_RESTART;
+		vp_sigaction(sig, &k, NULL);
+	}
+	spin_unlock(&acts.lock);
+}
+
+/* Whether the handler runs here and now (the trampoline's decision); a
+ * siginfo the handler gets instead of the kernel's is written over the
+ * kernel's, in the signal frame.  Not inlined, nor is what follows the
+ * handler: the trampoline's own frame, under the handler's on the
+ * thread's stack, stays a few words (a handler on a PTHREAD_STACK_MIN
+ * stack has the room it has on NPTL, where the kernel calls it directly;
+ * this decision's frame and its callees' are gone by then). */
+__attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void *uc, int flags)
+{
 	if (vp_signal_defer(sig, si, uc)) {
 		/* The kernel reset the action on this delivery: the one it
 		 * will deliver later must find the trampoline again. */
@@ -95,7 +176,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 			struct sigaction k = wrapped_action(&acts.app[sig]);
 			vp_sigaction(sig, &k, NULL);
 		}
-		return;
+		return false;
 	}
 	vp_siginfo_own(si);   /* a VP process's pid is the program's */
 	siginfo_t tkill;
@@ -110,18 +191,25 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		run = sig_poke_claim(target, sig);
 		if (run)
 			sig_tkill_info(&tkill, sig);   /* the poker is this process */
-		else if (here != NULL)   /* waiting for it (sigsuspend): as if unblocked */
+		else if (here != NULL)   /* in a call whose mask lets it in (sigsuspend, ppoll):
+				     * as if unblocked (its uc_sigmask is the thread's) */
 			run = sig_take(here, sig, &tkill,
-				       (atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) &
-					bit(sig)) &&
-					       !(((ucontext_t *)uc)->uc_sigmask.__val[0] & bit(sig)));
-		else
-			run = false;
-		si = &tkill;
+				       atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) &
+					       bit(sig));
+		if (run)
+			*si = tkill;
 	} else if (directed_here(sig, si)) {
 		run = true;   /* pthread_kill, raise: its own */
 	} else if (here_vp == NULL) {
-		run = true;   /* a foreign kernel thread of the program's */
+		/* A kernel thread that is no VP: the program's own (foreign),
+		 * or one of libppl's helpers before it has blocked every signal
+		 * (it starts with its creator's mask).  A default action runs
+		 * there only if the user threads do not exist yet or any more:
+		 * else it goes to a user thread that takes it, or is pending.
+		 * A vfork child is a process of its own: it runs there. */
+		run = vp_in_vfork_child() || !(caught_default(sig) && ppl_env_sigroute &&
+			atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 1) ||
+		      sig_route_here(sig, si, NULL, false);
 	} else {
 		/* Process-directed: in the thread that should run it. */
 		bool asked = here != NULL && (here->sigmask & bit(sig)) &&
@@ -133,14 +221,19 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 			struct sigaction k = wrapped_action(&acts.app[sig]);
 			vp_sigaction(sig, &k, NULL);
 		}
+		struct sig_frame f;
+		struct ult *self = sig_frame_enter(&f);
 		preempt_handler_leave(uc);   /* it may have woken its target */
-		return;
+		sig_frame_leave(self, &f, uc);
+		return false;
 	}
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
 		atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_acq_rel);
+	if (h == (void *)SIG_DFL && (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)))
+		default_action(sig);   /* taken by a thread that does not block it */
 	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
-		return;   /* changed while the signal was on its way */
+		return false;   /* changed while the signal was on its way */
 	/* The kernel thread runs the handler with its sa_mask added.  Say so
 	 * in the VP: a thread switched in here while the handler is away
 	 * (it yields, parks or is preempted) then installs its own mask
@@ -149,19 +242,36 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	if (vp != NULL)
 		vp_note_sigmask(vp, vp_get_sigmask());
 	preempt_handler_enter(uc);
-	if (flags & SA_SIGINFO)
-		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
-	else
-		((void (*)(int))h)(sig);
-	preempt_handler_leave(uc);
+	return true;
+}
+
+__attribute__((noinline)) static void tramp_after(void *uc)
+{
+	struct sig_frame f;
+	struct ult *self = sig_frame_enter(&f);
+	preempt_handler_leave(uc);   /* an owed preemption: may switch out */
+	sig_frame_leave(self, &f, uc);
 	/* sigreturn gives this kernel thread (maybe another one by now) the
 	 * mask of the interrupted code. */
-	vp = vp_current();
+	struct vp *vp = vp_current();
 	if (vp != NULL) {
 		uint64_t m;
 		memcpy(&m, &((ucontext_t *)uc)->uc_sigmask, sizeof m);
 		vp_note_sigmask(vp, m);
 	}
+}
+
+static void trampoline(int sig, siginfo_t *si, void *uc)
+{
+	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
+	if (!tramp_decide(sig, si, uc, flags))
+		return;
+	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
+	if (flags & SA_SIGINFO)
+		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+	else
+		((void (*)(int))h)(sig);
+	tramp_after(uc);
 }
 
 void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask)
@@ -230,6 +340,57 @@ static int vfork_child_sigaction(int sig, const struct sigaction *act, struct si
 	return 0;
 }
 
+bool caught_default(int sig)
+{
+	return atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig);
+}
+
+uint64_t sig_caught_set(void)
+{
+	return atomic_load_explicit(&acts.wrapped, memory_order_acquire) |
+	       atomic_load_explicit(&acts.dfl, memory_order_acquire);
+}
+
+/* The application's default action a for sig (ends_or_stops) behind the
+ * trampoline; acts.lock held.  0 or -1 (errno). */
+static int catch_default(int sig, const struct sigaction *a)
+{
+	acts.app[sig] = *a;
+	atomic_store_explicit(&acts.handler[sig], (void *)SIG_DFL, memory_order_release);
+	atomic_store_explicit(&acts.flags[sig], 0, memory_order_release);
+	/* Before the kernel has it: a signal may arrive at once. */
+	atomic_fetch_or_explicit(&acts.dfl, bit(sig), memory_order_release);
+	atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
+	struct sigaction k;
+	memset(&k, 0, sizeof k);
+	k.sa_sigaction = trampoline;
+	k.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&k.sa_mask);
+	int rc = vp_sigaction(sig, &k, NULL);
+	if (rc != 0)
+		atomic_fetch_and_explicit(&acts.dfl, ~bit(sig), memory_order_release);
+	return rc;
+}
+
+void sig_catch_defaults(void)
+{
+	spin_lock(&acts.lock);
+	if (acts.dfl_on) {
+		spin_unlock(&acts.lock);
+		return;
+	}
+	acts.dfl_on = true;
+	for (int sig = 1; sig < NSIGS; sig++) {
+		struct sigaction cur;
+		if (!ends_or_stops(sig) || is_wrapped(sig) || caught_default(sig) ||
+		    vp_sigaction(sig, NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+			continue;   /* a handler, or ignored (inherited through exec) */
+		catch_default(sig, &cur);
+	}
+	spin_unlock(&acts.lock);
+	sig_catcher_wake();   /* it waits for them too */
+}
+
 int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	/* glibc refuses its own two even to a query. */
@@ -246,16 +407,21 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	struct sigaction prev;
 	int rc = 0;
 	bool grew = false;
-	if (is_wrapped(sig))
+	if (is_wrapped(sig) || caught_default(sig))
 		prev = acts.app[sig];
 	else
 		rc = vp_sigaction(sig, NULL, &prev);
 	if (rc == 0 && act != NULL) {
 		bool wrap = a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN && !fault(sig);
-		if (!wrap) {
+		if (a.sa_handler == SIG_DFL && acts.dfl_on && ends_or_stops(sig)) {
+			rc = catch_default(sig, &a);
+			grew = rc == 0;
+		} else if (!wrap) {
 			rc = vp_sigaction(sig, &a, NULL);
-			if (rc == 0)
+			if (rc == 0) {
 				atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_release);
+				atomic_fetch_and_explicit(&acts.dfl, ~bit(sig), memory_order_release);
+			}
 		} else {
 			struct sigaction k = wrapped_action(&a);
 			/* Set the trampoline's view first: a signal may arrive
@@ -267,6 +433,8 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 					      memory_order_release);
 			atomic_store_explicit(&acts.flags[sig], a.sa_flags, memory_order_release);
 			rc = vp_sigaction(sig, &k, NULL);
+			if (rc == 0)
+				atomic_fetch_and_explicit(&acts.dfl, ~bit(sig), memory_order_release);
 			if (rc == 0 &&
 			    !(atomic_fetch_or_explicit(&acts.wrapped, bit(sig), memory_order_release) &
 			      bit(sig)))

@@ -55,6 +55,14 @@ void sig_alt_switch(struct ult *self, struct vproc *v)
 	vp_altstack_use(&v->vp, self->alt.ss_sp != NULL ? &self->alt : NULL);
 }
 
+void sig_alt_leave(struct ult *self, struct vproc *v)
+{
+	/* Refused (EPERM) while self runs on it, switched out inside a
+	 * handler: the next thread to resume here installs its own then. */
+	if (vp_altstack_current(&v->vp) == self->alt.ss_sp)
+		vp_altstack_use(&v->vp, NULL);
+}
+
 int ppl_sigaltstack(const stack_t *ss, stack_t *old)
 {
 	struct vproc *v = (struct vproc *)vp_current();

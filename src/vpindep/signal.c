@@ -40,6 +40,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "monitor.h"
@@ -117,7 +118,7 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 	sched_class_sync(self, v);
 	if (ppl_unlikely(self->alt.ss_sp != vp_altstack_current(&v->vp)))
 		sig_alt_switch(self, v);
-	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) ||
+	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) || self->in_sigframe ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
 			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
@@ -128,8 +129,70 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 		self->ks_vp = NULL;
 }
 
+/* self resumes inside libppl's part of a signal handler (it was switched
+ * out there: the preemption tick, or a preemption owed when an
+ * application's handler returned to the trampoline): its signals raised now
+ * would stack their frames on that one's (the kernel's signal frame, about
+ * 3 KiB with this CPU's xsave area, and the switch path's), and a handler
+ * on a PTHREAD_STACK_MIN stack had half the room NPTL gives it.  So they
+ * are raised blocked on this kernel thread, and the handler's sigreturn,
+ * which restores the interrupted code's mask, lets the kernel deliver them
+ * there, at the depth the thread was interrupted at (sig_frame_leave notes
+ * that mask in the VP).  A claim of the process becomes a poke to itself,
+ * which the trampoline takes then. */
+/* The application's signals a handler frame of libppl's holds off: all
+ * but the faults (a fault there must still be reported) and those no
+ * mask blocks. */
+#define SIG_FAULTS (bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP) | bit(SIGSYS))
+#define SIG_HELD (~(SIG_UNBLOCKABLE | SIG_FAULTS))
+
+static void held_till_sigreturn(struct ult *self)
+{
+	self->sigframe_held = true;
+	vp_set_sigmask(self->sigmask | SIG_HELD);
+	deliver_pending(self);
+	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
+		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
+}
+
+struct ult *sig_frame_enter(struct sig_frame *f)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *self = v != NULL ? v->current : NULL;
+	if (self == NULL)
+		return NULL;
+	f->in = self->in_sigframe;   /* nested: a tick inside a handler */
+	f->held = self->sigframe_held;
+	self->in_sigframe = true;
+	self->sigframe_held = false;
+	/* Signals sent meanwhile wait too: a poke landing in the rest of
+	 * the handler (before or after a switch) would nest its frame. */
+	vp_set_sigmask(vp_kmask(&v->vp) | SIG_HELD);
+	return self;
+}
+
+void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc)
+{
+	if (self == NULL)
+		return;
+	self->in_sigframe = f->in;
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v != NULL) {
+		/* sigreturn installs the interrupted code's mask, which lets
+		 * the held signals in. */
+		uint64_t m;
+		memcpy(&m, &((const ucontext_t *)uc)->uc_sigmask, sizeof m);
+		vp_note_sigmask(&v->vp, m);
+	}
+	self->sigframe_held = f->held;
+}
+
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
+	if (self->in_sigframe) {
+		held_till_sigreturn(self);
+		return;
+	}
 	if (self->sigmask != vp_kmask(&v->vp))
 		vp_set_sigmask(self->sigmask);
 	deliver_pending(self);
@@ -144,6 +207,8 @@ void sig_thread_init(struct ult *t, const struct ult *creator)
 	atomic_store_explicit(&t->sigpending, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sigwaiting, 0, memory_order_relaxed);
 	atomic_store_explicit(&t->sig_done, false, memory_order_relaxed);
+	t->in_sigframe = false;
+	t->sigframe_held = false;
 	sig_alt_init(t);   /* NPTL: a new thread has no alternate stack */
 }
 
@@ -502,28 +567,33 @@ int ppl_sigwait(const sigset_t *set, int *sig)
 	return 0;
 }
 
-/* sigsuspend: the kernel's, on the VP's kernel thread, which then has the
+/* The calls that run with a temporary mask (sigsuspend, ppoll, pselect,
+ * epoll_pwait): the kernel's, on the VP's kernel thread, which then has the
  * call's mask.  A process-directed signal the call unblocks may already be
- * a claim (sigroute.c: the catcher took it off the kernel while the
- * thread still blocked it), which the kernel's wait would never see: the
- * thread publishes the signals it takes for the call's duration
+ * a claim (sigroute.c: the catcher or another VP took it off the kernel
+ * while the thread still blocked it), which the kernel's wait would never
+ * see: the thread publishes the signals it takes for the call's duration
  * (sigwaiting, as sigwait does), so that a claim made from then on
- * chooses it and pokes its kernel thread, whose sigsuspend runs it; then
- * takes the claims made before, and its own pending ones. */
-int ppl_sigsuspend(const sigset_t *set)
+ * chooses it and pokes its kernel thread, where the call lets the poke in
+ * and the trampoline runs the claim; then takes the claims made before,
+ * and its own pending ones.  One the call blocks that the thread does not
+ * stays away from its kernel thread until the call returns (the kernel
+ * delivers the poke then): the call is not interrupted.  True: a signal
+ * was taken and its handler run before the call, which must fail with
+ * EINTR without being made. */
+bool sig_mask_call_enter(const sigset_t *set, struct sig_mask_call *c)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	struct ult *self = v ? v->current : NULL;
-	if (self == NULL || set == NULL)
-		return sys_sigsuspend(set);
+	c->self = v ? v->current : NULL;
 	uint64_t m;
-	if (get_set(&m, set) != 0) {
-		errno = EFAULT;
-		return -1;
+	if (c->self == NULL || set == NULL || get_set(&m, set) != 0) {
+		c->self = NULL;   /* none, or the kernel's EFAULT */
+		return false;
 	}
+	struct ult *self = c->self;
 	m &= ~SIG_UNBLOCKABLE;
 	uint64_t opened = self->sigmask & ~m;
-	uint64_t outer = atomic_exchange_explicit(&self->sigwaiting, opened, memory_order_seq_cst);
+	c->outer = atomic_exchange_explicit(&self->sigwaiting, opened, memory_order_seq_cst);
 	/* pthread_kill's, left pending while blocked: to this kernel thread,
 	 * where the call unblocks it (the trampoline runs its own SI_TKILL). */
 	for (uint64_t p = atomic_load_explicit(&self->sigpending, memory_order_seq_cst) & ~m;
@@ -532,25 +602,78 @@ int ppl_sigsuspend(const sigset_t *set)
 		if (atomic_fetch_and_explicit(&self->sigpending, ~b, memory_order_acq_rel) & b)
 			vp_signal_self(__builtin_ctzll(b) + 1);
 	}
-	int r = 0;
-	for (uint64_t c = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~m;
-	     c != 0 && r == 0; c &= c - 1) {
-		int sig = __builtin_ctzll(c) + 1;
+	bool took = false;
+	for (uint64_t cl = atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~m;
+	     cl != 0 && !took; cl &= cl - 1) {
+		int sig = __builtin_ctzll(cl) + 1;
 		siginfo_t si;
 		if (sig_take(self, sig, &si, true)) {
 			sig_run_taken(sig, &si, m);   /* with the call's mask, as in it */
 			vp_set_sigmask(self->sigmask);
-			r = -1;
+			took = true;
 		}
 	}
-	int err = EINTR;
-	if (r == 0) {
-		sys_sigsuspend(set);
-		err = errno;
+	if (took)
+		sig_mask_call_leave(c);
+	return took;
+}
+
+void sig_mask_call_leave(struct sig_mask_call *c)
+{
+	if (c->self == NULL)
+		return;
+	int saved = errno;
+	atomic_store_explicit(&c->self->sigwaiting, c->outer, memory_order_seq_cst);
+	errno = saved;
+}
+
+int ppl_sigsuspend(const sigset_t *set)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(set, &c)) {
+		errno = EINTR;
+		return -1;
 	}
-	atomic_store_explicit(&self->sigwaiting, outer, memory_order_seq_cst);
-	errno = err;
-	return -1;
+	int r = sys_sigsuspend(set);
+	sig_mask_call_leave(&c);
+	return r;
+}
+
+int ppl_ppoll(struct pollfd *p, nfds_t n, const struct timespec *ts, const sigset_t *m)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(m, &c)) {
+		errno = EINTR;
+		return -1;
+	}
+	int r = sys_ppoll(p, n, ts, m);
+	sig_mask_call_leave(&c);
+	return r;
+}
+
+int ppl_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		const sigset_t *m)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(m, &c)) {
+		errno = EINTR;
+		return -1;
+	}
+	int res = sys_pselect(n, r, w, e, ts, m);
+	sig_mask_call_leave(&c);
+	return res;
+}
+
+int ppl_epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const sigset_t *m)
+{
+	struct sig_mask_call c;
+	if (sig_mask_call_enter(m, &c)) {
+		errno = EINTR;
+		return -1;
+	}
+	int r = sys_epoll_pwait(fd, ev, n, ms, m);
+	sig_mask_call_leave(&c);
+	return r;
 }
 
 int ppl_sigprocmask(int how, const sigset_t *set, sigset_t *old)

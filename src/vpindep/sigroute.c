@@ -360,7 +360,7 @@ static void catcher_main(void *arg)
 	int64_t next_look = 0;
 	for (;;) {
 		uint64_t claimed = atomic_load_explicit(&sig_claims, memory_order_acquire);
-		uint64_t want = sig_wrapped_set() | bit(CATCHER_WAKE);
+		uint64_t want = sig_caught_set() | bit(CATCHER_WAKE);
 		int64_t now = mono_ns();
 		if (claimed == 0)
 			next_look = 0;
@@ -374,7 +374,7 @@ static void catcher_main(void *arg)
 				? -1
 				: vp_kthread_sigtimedwait(want, &si, claimed != 0 ? &period : NULL);
 		if (r > 0 && r != CATCHER_WAKE) {
-			if (sig_has_handler(r))
+			if (sig_has_handler(r) || caught_default(r))
 				sig_route_here(r, &si, NULL, false);
 			else   /* no handler any more: the kernel's action, elsewhere */
 				vp_process_kill(r);
@@ -386,8 +386,24 @@ static void catcher_main(void *arg)
 	}
 }
 
+/* A signal put off under a VP's spin lock that its kernel thread blocks by
+ * the last unlock (sigdefer.c: the thread there blocks it, or libppl's part
+ * of a handler holds it off, sig_frame_enter): routed as the catcher routes
+ * one, with the siginfo the kernel gave it.  Sent to the process again
+ * instead, a kill()'s siginfo could not be forged: the handler saw SI_USER
+ * from the program itself. */
+static bool route_handed_back(int sig, const siginfo_t *si)
+{
+	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
+	    !(sig_has_handler(sig) || caught_default(sig)))
+		return false;
+	sig_route_here(sig, si, NULL, false);
+	return true;
+}
+
 void sig_catcher_start(void)
 {
+	vp_signal_set_router(route_handed_back);
 	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 0 ||
 	    sig_wrapped_set() == 0 || atomic_exchange(&rt.catcher_started, true))
 		return;

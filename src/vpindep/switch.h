@@ -8,6 +8,7 @@
 #include "runq.h"
 #include "schedhooks.h"
 #include "scheduler.h"
+#include "sig.h"
 #include "ult.h"
 #include "vproc.h"
 
@@ -50,6 +51,8 @@ static inline __attribute__((always_inline)) void switch_to(struct vproc *v, str
 							    struct ult *next, ctx_fn fn, void *arg)
 {
 	struct ctx *to = &v->idle_ctx;
+	if (ppl_unlikely(self->alt.ss_sp != NULL))
+		sig_alt_leave(self, v);
 	if (next) {
 		next->vp = v;
 		atomic_store_explicit(&next->state, ULT_RUNNING, memory_order_relaxed);

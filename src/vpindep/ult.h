@@ -137,6 +137,8 @@ struct ult {
 				    * library's), or 0 (preempt.c) */
 	bool sig_yielding;         /* yields after a handler it took (sigroute.c) */
 	_Atomic bool sig_done;     /* exiting: takes no more claims of the process's */
+	bool in_sigframe;          /* in libppl's part of a signal handler: the tick, the trampoline */
+	bool sigframe_held;        /* resumed there, signals held back till its sigreturn */
 	stack_t alt;               /* its sigaltstack (ss_sp NULL: none), installed on
 				    * its VP's kernel thread while it runs (sigaltstack.c) */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
