@@ -667,7 +667,14 @@ void vp_file_close(int fd);
 /* The C library's `name` (at `version` if not NULL and the C library has
  * it), the next definition after libppl's: resolved on first use and
  * cached in *slot.  Missing, it is fatal (one line, abort). */
-void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version);
+void *vp_libc_fn_resolve(void *_Atomic *slot, const char *name, const char *version);
+static inline void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version)
+{
+	/* Inline: the cached pointer, on every park (clock_coarse_ns) and C
+	 * library call libppl makes. */
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+	return ppl_likely(f != NULL) ? f : vp_libc_fn_resolve(slot, name, version);
+}
 /* The same lookup, uncached; NULL if missing. */
 void *vp_libc_lookup(const char *name, const char *version);
 /* Whether any loaded object defines name (a sanitizer's run time: __tsan_init). */
