@@ -19,13 +19,10 @@ void *vp_libc_lookup(const char *name, const char *version)
 	return f ? f : dlsym(RTLD_NEXT, name);
 }
 
-void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version)
+void *vp_libc_fn_resolve(void *_Atomic *slot, const char *name, const char *version)
 {
-	void *f = atomic_load_explicit(slot, memory_order_acquire);
-	if (ppl_likely(f != NULL))
-		return f;
 	/* dlsym is idempotent: racing first callers store the same pointer. */
-	f = vp_libc_lookup(name, version);
+	void *f = vp_libc_lookup(name, version);
 	if (f == NULL) {
 		char buf[160];
 		int n = snprintf(buf, sizeof buf, "libppl: the C library has no %s%s%s\n", name,

@@ -21,9 +21,10 @@ typedef _Atomic int spin_t;
  * instead of a page per file (docs/benchmarks.md, fork). */
 #define PPL_FORK_STATE __attribute__((section("ppl_fork_state")))
 
-/* sigdefer.c: one more, one fewer lock held by the calling VP. */
-void vp_crit_enter(void);
-void vp_crit_leave(void);
+/* sigdefer.c: one more, one fewer lock held by the calling VP (inline,
+ * defined in vpdep.h once struct vp is). */
+static inline void vp_crit_enter(void);
+static inline void vp_crit_leave(void);
 
 static inline void spin_init(spin_t *l)
 {
@@ -81,5 +82,8 @@ static inline void spin_unlock(spin_t *l)
 	atomic_store_explicit(l, 0, memory_order_release);
 	vp_crit_leave();
 }
+
+/* vp_crit_enter and vp_crit_leave, for a file that includes this one alone. */
+#include "vpdep.h"
 
 #endif

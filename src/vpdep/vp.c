@@ -50,7 +50,11 @@ static const struct vp_backend *_Atomic selected;
  * slot exists in each of them; whoever switches a thread in writes the VP
  * into the thread's block first (vp_set_current_in).  Its offset from the
  * thread pointer is the same in every block (static TLS). */
-static __thread struct vp *current __attribute__((tls_model("initial-exec")));
+__thread struct vp *vp_current_slot __attribute__((tls_model("initial-exec"))) __attribute__((visibility("hidden")));
+#define current vp_current_slot
+/* vpdep.h's vp_current: what its asm reads as memory, so that no call is
+ * crossed by it; never written. */
+char vp_current_fence __attribute__((visibility("hidden")));
 
 _Atomic unsigned long vp_kstate_gen PPL_FORK_STATE;   /* vpdep.h */
 
@@ -107,13 +111,16 @@ uintptr_t vp_libc_handle(struct vp *vp)
 	return backend() == &vp_kthread_backend ? vp->handle : 0;
 }
 
+#if !defined(__x86_64__)
 /* noipa as well as noinline: if gcc proved this function pure it could
  * reuse one call's result (and, in PIC code, the TLS address it computed)
- * after a context switch that moved the caller to another kernel thread. */
+ * after a context switch that moved the caller to another kernel thread.
+ * (x86_64: inline, vpdep.h.) */
 __attribute__((noinline, noipa)) struct vp *vp_current(void)
 {
 	return current;
 }
+#endif
 
 /* Set between vp_vfork_hide and vp_vfork_show: only the vfork child runs
  * on this TLS then (its parent is suspended in the system call). */
@@ -146,25 +153,17 @@ bool vp_in_vfork_child(void)
  * finds it. */
 static __thread int unbound_crit __attribute__((tls_model("initial-exec")));
 
-void vp_crit_enter(void)
+void vp_crit_enter_unbound(void)
 {
-	struct vp *vp = current;
-	if (vp != NULL)
-		vp->crit++;
-	else
-		unbound_crit++;
+	unbound_crit++;
 }
 
-void vp_crit_leave(void)
+void vp_crit_leave_unbound(void)
 {
-	struct vp *vp = current;
-	if (vp == NULL)
-		unbound_crit--;
-	else if (--vp->crit == 0 &&
-		 ppl_unlikely(atomic_load_explicit(&vp->deferred, memory_order_relaxed) != 0))
-		vp_signal_flush(vp);
+	unbound_crit--;
 }
 
+#if !defined(__x86_64__)
 void vp_set_current_in(void *tp, struct vp *vp)
 {
 	static ptrdiff_t off;
@@ -176,6 +175,7 @@ void vp_set_current_in(void *tp, struct vp *vp)
 	}
 	*(struct vp **)((char *)tp + off) = vp;
 }
+#endif
 
 /* Big enough for the overflow handler's own frames on top of the kernel's
  * signal frame, whose size depends on the CPU's vector state (AVX-512). */

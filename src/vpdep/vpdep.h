@@ -149,10 +149,39 @@ void vp_resume(struct vp *vp);
 /* The VP the calling kernel thread is, or NULL on a kernel thread that
  * libppl did not create (a "foreign" thread).  Never cached across a context
  * switch: a user thread may resume on another VP. */
-struct vp *vp_current(void);
+#if defined(__x86_64__)
+/* Inline: the slot (vp.c's vp_current_slot, initial-exec TLS) is read with
+ * one %fs-relative load in an asm the compiler may neither merge with
+ * another read nor move across a call (the "m" input: memory a call may
+ * change), so no read is reused after a switch that moved the thread to
+ * another kernel thread, whatever the TLS mode.  A plain __thread read
+ * could be: the compiler takes the thread pointer to be constant in a
+ * function.  ~3 instructions instead of a call (docs/tls.md). */
+extern __thread struct vp *vp_current_slot
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern char vp_current_fence __attribute__((visibility("hidden")));
+static inline struct vp *vp_current(void)
+{
+	struct vp *vp;
+	__asm__ volatile("movq vp_current_slot@gottpoff(%%rip), %0\n\t"
+			 "movq %%fs:(%0), %0"
+			 : "=r"(vp)
+			 : "m"(vp_current_fence));
+	return vp;
+}
 /* Per-thread TLS: make vp_current() return `vp` in the TLS block whose
- * thread pointer is tp (a user thread about to be switched in on vp). */
+ * thread pointer is tp (a user thread about to be switched in on vp): the
+ * slot's offset from the thread pointer is the same in every block. */
+static inline void vp_set_current_in(void *tp, struct vp *vp)
+{
+	ptrdiff_t off;
+	__asm__("movq vp_current_slot@gottpoff(%%rip), %0" : "=r"(off));
+	*(struct vp **)((char *)tp + off) = vp;
+}
+#else
+struct vp *vp_current(void);
 void vp_set_current_in(void *tp, struct vp *vp);
+#endif
 
 /* vfork: the child runs on the calling thread's memory and TLS until it
  * execs or exits, with kernel state of its own.  vp_vfork_hide makes the
@@ -492,6 +521,35 @@ void vp_signal_flush(struct vp *vp);
  * it took it (the runtime routes it to a user thread, siginfo intact);
  * else, or with none set, it goes back to the process. */
 void vp_signal_set_router(bool (*route)(int sig, const siginfo_t *si));
+
+/* spinlock.h's count of the locks the calling kernel thread holds: its
+ * VP's, else (a kernel thread that is no VP: the main thread before it
+ * becomes VP 0, libppl's helpers, foreign threads) its own, in vp.c.  The
+ * signal fences keep the count around the lock word's accesses as a
+ * handler on this kernel thread sees them (no instruction). */
+void vp_crit_enter_unbound(void);
+void vp_crit_leave_unbound(void);
+
+static inline void vp_crit_enter(void)
+{
+	struct vp *vp = vp_current();
+	if (ppl_likely(vp != NULL))
+		vp->crit++;
+	else
+		vp_crit_enter_unbound();
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void vp_crit_leave(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	struct vp *vp = vp_current();
+	if (ppl_unlikely(vp == NULL))
+		vp_crit_leave_unbound();
+	else if (--vp->crit == 0 &&
+		 ppl_unlikely(atomic_load_explicit(&vp->deferred, memory_order_relaxed) != 0))
+		vp_signal_flush(vp);
+}
 /* The C library's sigaction, bypassing libppl's own (libppl's handlers). */
 int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
@@ -617,7 +675,14 @@ void vp_file_close(int fd);
 /* The C library's `name` (at `version` if not NULL and the C library has
  * it), the next definition after libppl's: resolved on first use and
  * cached in *slot.  Missing, it is fatal (one line, abort). */
-void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version);
+void *vp_libc_fn_resolve(void *_Atomic *slot, const char *name, const char *version);
+static inline void *vp_libc_fn(void *_Atomic *slot, const char *name, const char *version)
+{
+	/* Inline: the cached pointer, on every park (clock_coarse_ns) and C
+	 * library call libppl makes. */
+	void *f = atomic_load_explicit(slot, memory_order_acquire);
+	return ppl_likely(f != NULL) ? f : vp_libc_fn_resolve(slot, name, version);
+}
 /* The same lookup, uncached; NULL if missing. */
 void *vp_libc_lookup(const char *name, const char *version);
 /* Whether any loaded object defines name (a sanitizer's run time: __tsan_init). */

@@ -147,9 +147,13 @@ struct ult *steal_lender(struct vproc *self, struct vproc *lender)
 struct ult *steal(struct vproc *self)
 {
 	int n = ppl_rt.nvps_total;
-	int start = self->vp.id + 1;
+	/* From the next VP round, without a division per VP (an idle VP's
+	 * every look, and every exit that finds its own queue empty). */
+	int i = self->vp.id;
 	for (int k = 0; k < n; k++) {
-		struct vproc *v = ppl_rt.vps[(start + k) % n];
+		if (++i >= n)
+			i = 0;
+		struct vproc *v = ppl_rt.vps[i];
 		if (v == NULL || v == self ||
 		    atomic_load_explicit(&v->rq_len, memory_order_relaxed) == 0)
 			continue;

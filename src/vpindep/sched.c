@@ -197,23 +197,7 @@ void sched_wake(struct ult *t)
 	sched_push(t);
 }
 
-/* ---- the current thread --------------------------------------------------------------- */
-
-struct ult *ult_self(void)
-{
-	struct vproc *v = this_vp();
-	if (v && v->current)
-		return v->current;
-	return ult_foreign_self();
-}
-
-struct ult *ult_self_peek(void)
-{
-	struct vproc *v = this_vp();
-	if (v)   /* a VP's idle loop (NULL) is no thread of the program */
-		return v->current;
-	return ult_foreign_peek();
-}
+/* ---- deadlines ---------------------------------------------------------------------------- */
 
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk)
 {

@@ -4,6 +4,7 @@
 #define PPL_SCHEDULER_H
 
 #include "base.h"
+#include "vproc.h"
 #include "waitq.h"
 
 /* switch.c: the thread on its block has started or resumed; counts down to
@@ -16,11 +17,30 @@ int64_t sched_run_timers(struct vproc *v);
 
 /* ---- the scheduler (sched.c, runq.c, switch.c, park.c, idle.c): the only caller of ctx_switch* */
 
+/* thread.c: a foreign kernel thread's TCB, made on first use (never fails:
+ * falls back to a static emergency record); NULL if none was made yet. */
+struct ult *ult_foreign_self(void);
+struct ult *ult_foreign_peek(void);
+
 /* The calling thread's TCB; on a foreign kernel thread a TCB is created on
- * first use (never fails: falls back to a static emergency record). */
-struct ult *ult_self(void);
-/* The same, but NULL for a kernel thread libppl has made no TCB for yet. */
-struct ult *ult_self_peek(void);
+ * first use.  Inline: it is on every create, join, park and yield. */
+static inline struct ult *ult_self(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (ppl_likely(v != NULL && v->current != NULL))
+		return v->current;
+	return ult_foreign_self();
+}
+
+/* The same, but NULL for a kernel thread libppl has made no TCB for yet
+ * (and for a VP's idle loop). */
+static inline struct ult *ult_self_peek(void)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v)   /* a VP's idle loop (NULL) is no thread of the program */
+		return v->current;
+	return ult_foreign_peek();
+}
 
 /* Make t runnable.  t must be BLOCKED (popped from its wait queue by the
  * caller) or new.  Callable with an object lock held. */

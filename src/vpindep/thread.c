@@ -398,6 +398,22 @@ static int give_tls(struct ult *t)
 	return 0;
 }
 
+/* A new thread that wants from its VP's kernel thread what its creator has
+ * there (signal mask, no alternate stack, CPU set, scheduling class) takes
+ * the creator's look at it: if it starts on that VP before anything there
+ * changes (vp_kstate_gen), sig_resumed needs no look of its own. */
+static void ks_inherit(struct ult *t, const struct ult *creator)
+{
+	if (creator->ks_vp != NULL && t->sigmask == creator->sigmask &&
+	    t->alt.ss_sp == creator->alt.ss_sp &&
+	    atomic_load_explicit(&t->kcpus, memory_order_relaxed) ==
+		    atomic_load_explicit(&creator->kcpus, memory_order_relaxed) &&
+	    ult_kclass(t) == ult_kclass(creator)) {
+		t->ks_vp = creator->ks_vp;
+		t->ks_gen = creator->ks_gen;
+	}
+}
+
 int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
 	if (ppl_unlikely(vp_creating_kthread()))   /* a sanitizer's wrapper, for a VP */
@@ -467,6 +483,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 			return err;
 		}
 	}
+	ks_inherit(t, self);
 	/* The frames stay below the TLS block at the stack's top. */
 	size_t frames = t->stack.size - (tls_per_thread ? t->tls_room : 0);
 	ctx_make(&t->ctx, t->stack.lo, frames, ult_entry, t);
