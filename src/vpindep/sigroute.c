@@ -241,9 +241,13 @@ bool sig_send_process(int sig, const siginfo_t *si)
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	struct ult *self = v ? v->current : NULL;
+	/* A default action libppl catches too (caught_default): a thread
+	 * that takes it ends the process before kill returns, as the kernel
+	 * delivers to the caller first when the leader blocks it or is gone
+	 * (the last thread's atexit handler, glibc's tst-basic3/4). */
 	if (!ppl_env_sigroute || self == NULL ||
 	    atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
-	    !sig_has_handler(sig))
+	    !(sig_has_handler(sig) || caught_default(sig)))
 		return false;
 	struct ult *to = choose(bit(sig), self);
 	if (to == self)

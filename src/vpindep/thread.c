@@ -583,11 +583,15 @@ _Noreturn void ult_finish(struct ult *self)
 		prio_thread_exit(self);
 	if (self->foreign && !self->is_main)
 		vp_kthread_exit(self->result);
-	/* glibc: when the last thread exits, the process exits with status 0. */
-	if (atomic_fetch_sub_explicit(&ppl_rt.nthreads, 1, memory_order_acq_rel) == 1)
-		exit(0);
-	if (self->foreign) {
-		/* The main thread before any other thread existed: nothing else runs. */
+	/* glibc: when the last thread exits, the process exits with status 0.
+	 * That thread runs exit's handlers, and takes the process's signals
+	 * again meanwhile, as NPTL's last thread does: a default-action
+	 * kill(getpid()) from an atexit handler ends the process (glibc's
+	 * tst-basic3, tst-basic4), instead of waiting for a taker. */
+	if (atomic_fetch_sub_explicit(&ppl_rt.nthreads, 1, memory_order_acq_rel) == 1 ||
+	    self->foreign) {
+		/* (foreign: the main thread before any other thread existed) */
+		atomic_store_explicit(&self->sig_done, false, memory_order_seq_cst);
 		exit(0);
 	}
 	sched_exit(self);
