@@ -174,21 +174,14 @@ static inline int spins_for(int kind, bool relock)
 	return relock ? SPINS_RELOCK : 0;
 }
 
-/* PPL_STATS's mutex counters, on the calling thread's VP (none for a
- * foreign thread).  Slow paths only. */
-static inline void count_wait(void)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	if (v)
-		v->stats.mutex_waits++;
-}
-
-static inline void count_wake(void)
-{
-	struct vproc *v = (struct vproc *)vp_current();
-	if (v)
-		v->stats.mutex_wakes++;
-}
+/* One of PPL_STATS's mutex counters, on the calling thread's VP (none for
+ * a foreign thread).  Slow paths only. */
+#define COUNT(field)                                                         \
+	do {                                                                 \
+		struct vproc *v_ = (struct vproc *)vp_current();             \
+		if (v_)                                                      \
+			v_->stats.field++;                                   \
+	} while (0)
 
 /* The mutex was seen held: spin `spins` polls, then park.  0, ETIMEDOUT or
  * EINVAL.  Out of line, like the other slow paths below, so that the
@@ -196,7 +189,7 @@ static inline void count_wake(void)
 static __attribute__((noinline)) int acquire_slow(struct mutex *m, int kind, int spins,
 						 const struct timespec *abstime, clockid_t clk)
 {
-	count_wait();
+	COUNT(mutex_waits);
 	/* The owner can be running only if there is another VP. */
 	if (ppl_rt.nvps > 1) {
 		for (int i = 0; i < spins; i++) {
@@ -276,7 +269,7 @@ static __attribute__((noinline)) void release_slow(struct mutex *m, int kind)
 	spin_unlock(&m->lock);
 	/* From here on m may already be destroyed and freed. */
 	if (t) {
-		count_wake();
+		COUNT(mutex_wakes);
 		sched_wake(t);
 	}
 }

@@ -94,6 +94,14 @@ static char *tcb_at(struct tcb_chunk *c, size_t g, size_t i)
 	return (char *)c + P.meta_bytes + g * P.group_bytes + i * P.stride;
 }
 
+/* Where t sits in chunk c: its group and its index there. */
+static void locate(const struct tcb_chunk *c, const struct ult *t, size_t *gi, size_t *i)
+{
+	size_t off = (size_t)((const char *)t - (const char *)c) - P.meta_bytes;
+	*gi = off / P.group_bytes;
+	*i = off % P.group_bytes / P.stride;
+}
+
 static char *map_aligned(size_t bytes)
 {
 	char *m = vp_stack_map(2 * bytes);
@@ -201,8 +209,8 @@ static void release_table(struct tcb_chunk *c, size_t gi)
 void tcb_pool_cool(struct ult *t)
 {
 	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(P.chunk_bytes - 1));
-	size_t off = (size_t)((char *)t - (char *)c) - P.meta_bytes;
-	size_t gi = off / P.group_bytes, i = off % P.group_bytes / P.stride;
+	size_t gi, i;
+	locate(c, t, &gi, &i);
 	struct tcb_group *g = &c->g[gi];
 	spin_lock(&lock);
 	g->cold |= 1u << i;
@@ -236,11 +244,10 @@ bool tcb_pool_ended_detached(const struct ult *t)
 		struct tcb_chunk *c = atomic_load_explicit(&P.chunk[ci], memory_order_relaxed);
 		if ((uintptr_t)c != base)
 			continue;
-		size_t off = (size_t)((const char *)t - (const char *)c);
-		if (off < P.meta_bytes)
+		if ((size_t)((const char *)t - (const char *)c) < P.meta_bytes)
 			return false;
-		off -= P.meta_bytes;
-		size_t gi = off / P.group_bytes, i = off % P.group_bytes / P.stride;
+		size_t gi, i;
+		locate(c, t, &gi, &i);
 		if (gi >= P.per_chunk || i >= P.per_group)
 			return false;
 		struct tcb_group *g = &c->g[gi];
@@ -277,9 +284,9 @@ struct ult *tcb_pool_first(void)
 struct ult *tcb_pool_next(struct ult *t)
 {
 	struct tcb_chunk *c = (struct tcb_chunk *)((uintptr_t)t & ~(uintptr_t)(P.chunk_bytes - 1));
-	size_t off = (size_t)((char *)t - (char *)c) - P.meta_bytes;
-	size_t k = off / P.group_bytes * P.per_group + off % P.group_bytes / P.stride;
-	return walk_from(c->index, k + 1);
+	size_t gi, i;
+	locate(c, t, &gi, &i);
+	return walk_from(c->index, gi * P.per_group + i + 1);
 }
 
 void tcb_pool_atfork(enum fork_phase ph)
