@@ -245,9 +245,13 @@ static void wait_answers(struct xid_task *t, size_t from, size_t n)
  * as glibc frees its stack-list lock, which its broadcast holds. */
 void vp_setxid_fork_child(void)
 {
-	atomic_store_explicit(&xid.tasks, NULL, memory_order_relaxed);
-	atomic_store_explicit(&xid.ntasks, 0, memory_order_relaxed);
-	atomic_store_explicit(&xid_lock, 0, memory_order_relaxed);
+	/* Only what differs: a store copies the page (spinlock.h, PPL_RESET). */
+	if (atomic_load_explicit(&xid.tasks, memory_order_relaxed) != NULL)
+		atomic_store_explicit(&xid.tasks, NULL, memory_order_relaxed);
+	if (atomic_load_explicit(&xid.ntasks, memory_order_relaxed) != 0)
+		atomic_store_explicit(&xid.ntasks, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&xid_lock, memory_order_relaxed) != 0)
+		atomic_store_explicit(&xid_lock, 0, memory_order_relaxed);
 }
 
 int vp_setxid(enum vp_xid op, long a0, long a1, long a2, pid_t *bad_tid, int *bad_err)

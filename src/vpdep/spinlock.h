@@ -15,10 +15,12 @@
 typedef _Atomic int spin_t;
 
 /* For the state fork's handlers write on both sides of a fork (the locks
- * held across it, what the child resets): one section for all of it, so
- * that after a fork the parent's writes fault on a page or two of it
- * (fork write-protects every private page) and the child copies as few,
- * instead of a page per file (docs/benchmarks.md, fork). */
+ * held across it, what the child resets) and the little the child's
+ * handlers only read: one section for all of it, so that after a fork the
+ * parent's writes fault on one page (fork write-protects every private
+ * page) and the child copies as few, instead of a page per file
+ * (docs/benchmarks.md, fork).  Keep it small (2.3 KiB): big tables the
+ * child resets go elsewhere, reset with PPL_RESET below. */
 #define PPL_FORK_STATE __attribute__((section("ppl_fork_state")))
 
 /* sigdefer.c: one more, one fewer lock held by the calling VP (inline,
@@ -29,6 +31,21 @@ static inline void vp_crit_leave(void);
 static inline void spin_init(spin_t *l)
 {
 	atomic_store_explicit(l, 0, memory_order_relaxed);
+}
+
+/* In fork's child: fork write-protected every private page, and a store
+ * copies its page even when it changes nothing, so the child's resets
+ * store only what differs (docs/benchmarks.md, fork). */
+#define PPL_RESET(lv, val)                      \
+	do {                                    \
+		if ((lv) != (val))              \
+			(lv) = (val);           \
+	} while (0)
+
+static inline void spin_reset(spin_t *l)
+{
+	if (atomic_load_explicit(l, memory_order_relaxed) != 0)
+		atomic_store_explicit(l, 0, memory_order_relaxed);
 }
 
 static inline bool spin_acquire(spin_t *l)

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -127,13 +128,28 @@ static int create_kthread(pthread_t *t, const pthread_attr_t *a, void *(*fn)(voi
 	return err;
 }
 
+/* A VP's kernel thread ends by returning from kthread_main, not with
+ * pthread_exit: glibc's pthread_exit unwinds the stack, for which it first
+ * loads libgcc_s with dlopen, whose malloc gives the ending thread a malloc
+ * arena of its own, and the arena and libgcc_s stay, to be locked and
+ * copied at every later fork (docs/benchmarks.md, fork).  Set while
+ * kthread_main runs, with the frame it returns to. */
+static __thread jmp_buf *kthread_end;
+static __thread uintptr_t kthread_end_frame;
+
 static void *kthread_main(void *p)
 {
 	struct vp *vp = p;
+	jmp_buf end;
+	if (_setjmp(end) != 0)
+		return NULL;   /* kthread_terminate */
+	kthread_end = &end;
+	kthread_end_frame = (uintptr_t)__builtin_frame_address(0);
 	vp_enter(vp);
 	vp->main(vp);
 	/* main returned instead of calling vp_terminate: the same ending. */
 	vp_leave(vp);
+	kthread_end = NULL;
 	return NULL;
 }
 
@@ -155,10 +171,39 @@ struct helper_start {
 	void *arg;
 };
 
+/* The start records of helpers being started.  Not malloc's: a free() on
+ * the new kernel thread would give it a malloc arena of its own (glibc
+ * makes one for each thread that first calls malloc or free), which every
+ * fork then locks, copies and unlocks in both processes (docs/benchmarks.md,
+ * fork).  Helpers start rarely and copy the record at once. */
+#define HELPER_SLOTS 8
+static struct helper_start helper_slot[HELPER_SLOTS];
+static _Atomic bool helper_slot_used[HELPER_SLOTS];
+
+/* A free slot, else malloc's record: more than eight helpers starting at
+ * once, or slots a fork's child inherited taken by helpers that were
+ * starting on the parent's other kernel threads and never will here. */
+static struct helper_start *helper_start_new(void)
+{
+	for (int i = 0; i < HELPER_SLOTS; i++)
+		if (!atomic_load_explicit(&helper_slot_used[i], memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&helper_slot_used[i], true, memory_order_acquire))
+			return &helper_slot[i];
+	return malloc(sizeof(struct helper_start));
+}
+
+static void helper_start_free(struct helper_start *h)
+{
+	if (h >= helper_slot && h < helper_slot + HELPER_SLOTS)
+		atomic_store_explicit(&helper_slot_used[h - helper_slot], false, memory_order_release);
+	else
+		free(h);
+}
+
 static void *helper_main(void *p)
 {
 	struct helper_start h = *(struct helper_start *)p;
-	free(p);
+	helper_start_free(p);
 	/* The process backend's own helpers too (its manager, reaper and
 	 * forwarder), which vpindep never sees. */
 	if (glibcabi_kthread_keep_dtv != NULL)
@@ -172,7 +217,7 @@ static void *helper_main(void *p)
  * vp_current() stays NULL there. */
 static int kthread_helper(void (*fn)(void *), void *arg)
 {
-	struct helper_start *h = malloc(sizeof *h);
+	struct helper_start *h = helper_start_new();
 	if (h == NULL)
 		return EAGAIN;
 	h->fn = fn;
@@ -189,12 +234,21 @@ static int kthread_helper(void (*fn)(void *), void *arg)
 	return 0;
 
 fail:
-	free(h);
+	helper_start_free(h);
 	return err;
 }
 
 static _Noreturn void kthread_terminate(void)
 {
+	/* Only from deeper on the same stack (the VP's scheduler loop, whose
+	 * retirement ends it): called on a user thread's stack, or on a
+	 * helper, pthread_exit's unwinder finds the thread's start. */
+	jmp_buf *end = kthread_end;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (end != NULL && here < kthread_end_frame && kthread_end_frame - here < KTHREAD_STACK_SIZE) {
+		kthread_end = NULL;
+		_longjmp(*end, 1);
+	}
 	((exit_fn)resolve(REAL_EXIT))(NULL);
 	abort();
 }

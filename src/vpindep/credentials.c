@@ -22,7 +22,8 @@ static pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
 void credentials_fork_child(void)
 {
 	static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-	serial = fresh;
+	if (memcmp(&serial, &fresh, sizeof serial) != 0)   /* a store copies the page */
+		serial = fresh;
 	vp_setxid_fork_child();
 }
 

@@ -31,7 +31,9 @@
 #define CHAIN_MAX 16   /* a longer chain (or a cycle: a deadlock) stops there */
 
 static spin_t prio_lock PPL_FORK_STATE;
-static struct ult *holders;    /* threads with prio_nheld > 0, via prio_next */
+/* Read by fork's child handler: in the section fork writes (spinlock.h), so
+ * that the read finds its page there rather than faulting in an untouched one. */
+static struct ult *holders PPL_FORK_STATE;   /* threads with prio_nheld > 0, via prio_next */
 
 static inline int base_prio(const struct ult *t)
 {
@@ -231,8 +233,8 @@ void prio_thread_exit(struct ult *t)
 void prio_fork_child(void)
 {
 	struct ult *self = ult_self();
-	spin_init(&prio_lock);
-	holders = NULL;
+	spin_reset(&prio_lock);
+	PPL_RESET(holders, NULL);
 	self->prio_nheld = 0;
 	self->prio_wait = NULL;
 	self->prio = base_prio(self);

@@ -56,7 +56,7 @@ struct bucket {
 	struct watch *watches; /* pshared leaders, one per word at most */
 } __attribute__((aligned(64)));
 
-static struct bucket buckets[NBUCKETS] PPL_FORK_STATE;
+static struct bucket buckets[NBUCKETS];
 
 static struct bucket *bucket_of(const void *addr)
 {
@@ -266,8 +266,9 @@ void pshared_wake(_Atomic uint32_t *addr, int n)
 void parklot_atfork_child(void)
 {
 	for (size_t i = 0; i < NBUCKETS; i++) {
-		spin_init(&buckets[i].lock);
-		buckets[i].q.head = buckets[i].q.tail = NULL;
-		buckets[i].watches = NULL;
+		spin_reset(&buckets[i].lock);
+		PPL_RESET(buckets[i].q.head, NULL);
+		PPL_RESET(buckets[i].q.tail, NULL);
+		PPL_RESET(buckets[i].watches, NULL);
 	}
 }

@@ -53,7 +53,7 @@ struct plug {
 };
 
 static struct plug groups[GROUPS];
-static int ngroups;
+static int ngroups PPL_FORK_STATE;   /* read by fork's child handler (mutex_prio.c's holders) */
 static struct plug *group_of[PPL_MAX_VPS];   /* a _vps call's, by VP id */
 static struct plug *dflt;                    /* the other VPs' (NULL: FIFO) */
 
@@ -405,9 +405,11 @@ void plug_exited(struct ult *t)
 void plug_fork_child(void)
 {
 	for (int i = 0; i < ngroups; i++) {
-		spin_init(&groups[i].lock);
-		groups[i].head = groups[i].tail = NULL;
-		atomic_store_explicit(&groups[i].len, 0, memory_order_relaxed);
+		spin_reset(&groups[i].lock);
+		PPL_RESET(groups[i].head, NULL);
+		PPL_RESET(groups[i].tail, NULL);
+		if (atomic_load_explicit(&groups[i].len, memory_order_relaxed) != 0)
+			atomic_store_explicit(&groups[i].len, 0, memory_order_relaxed);
 	}
 }
 

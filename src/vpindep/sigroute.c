@@ -80,7 +80,7 @@ static struct {
 	unsigned seen[65];                    /* the catcher's last look */
 	_Atomic int catcher_tid;              /* 0: none yet */
 	_Atomic bool catcher_started;
-} rt PPL_FORK_STATE;
+} rt;
 
 /* A spare instance, with rt.lock held; NULL if no memory can be had.  The
  * lock is dropped around the mapping (a system call, rare). */
@@ -448,15 +448,19 @@ void sig_claims_fork_child(void)
 {
 	/* Pending signals are not inherited, and the catcher did not survive.
 	 * The instances the parent had claimed are spares in the child. */
-	atomic_store_explicit(&sig_claims, 0, memory_order_relaxed);
-	spin_init(&rt.lock);
+	if (atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0)
+		atomic_store_explicit(&sig_claims, 0, memory_order_relaxed);
+	spin_reset(&rt.lock);
 	for (int sig = 1; sig < 65; sig++) {
 		if (rt.tail[sig] != NULL) {
 			rt.tail[sig]->next = rt.spare;
 			rt.spare = rt.head[sig];
 		}
-		rt.head[sig] = rt.tail[sig] = NULL;
+		PPL_RESET(rt.head[sig], NULL);
+		PPL_RESET(rt.tail[sig], NULL);
 	}
-	atomic_store_explicit(&rt.catcher_tid, 0, memory_order_relaxed);
-	atomic_store_explicit(&rt.catcher_started, false, memory_order_relaxed);
+	if (atomic_load_explicit(&rt.catcher_tid, memory_order_relaxed) != 0)
+		atomic_store_explicit(&rt.catcher_tid, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&rt.catcher_started, memory_order_relaxed))
+		atomic_store_explicit(&rt.catcher_started, false, memory_order_relaxed);
 }
