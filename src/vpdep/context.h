@@ -37,6 +37,11 @@ void ctx_make(struct ctx *c, void *stack_lo, size_t size, ctx_fn entry, void *ar
 /* In arch/<cpu>/context.S, the return address of ctx_make's frame: calls
  * entry (x86_64: rbx, AArch64: x19) with arg (r12, x20), traps if it returns. */
 void ctx_trampoline(void) __attribute__((visibility("hidden")));
+#if defined(__x86_64__)
+/* In arch/x86_64/context.S: the sa_restorer for handlers installed with
+ * the raw rt_sigaction (SA_RESTORER); AArch64 uses the vDSO's. */
+void ctx_sigreturn(void) __attribute__((visibility("hidden")));
+#endif
 
 /* Save the current context in `from` and resume `to`. */
 void ctx_switch(struct ctx *from, struct ctx *to);

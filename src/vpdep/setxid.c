@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "context.h"
 #include "futex.h"
 #include "syscall_raw.h"
 #include "vp_backend.h"
@@ -72,11 +73,8 @@ struct kernel_sigaction {
 
 #if defined(__x86_64__)
 /* The kernel returns from a handler through sa_restorer on x86_64. */
-void ppl_setxid_restore(void);
-__asm__(".text\n.align 16\n.type ppl_setxid_restore,@function\nppl_setxid_restore:\n"
-	"\tmovq $15, %rax\n\tsyscall\n.size ppl_setxid_restore,.-ppl_setxid_restore\n");
 #define SA_RESTORER_FLAG 0x04000000UL
-#define RESTORER ppl_setxid_restore
+#define RESTORER ctx_sigreturn
 #else
 #define SA_RESTORER_FLAG 0UL   /* the kernel's vDSO trampoline */
 #define RESTORER NULL

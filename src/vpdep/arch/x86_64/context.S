@@ -229,4 +229,15 @@ ctx_trampoline:
 	.cfi_endproc
 	.size	ctx_trampoline, .-ctx_trampoline
 
+/* The sa_restorer of the handlers libppl installs with the raw system call
+ * (x86_64 returns from a handler only through one): rt_sigreturn. */
+	.globl	ctx_sigreturn
+	.hidden	ctx_sigreturn
+	.type	ctx_sigreturn, @function
+	.p2align 4
+ctx_sigreturn:
+	movq	$15, %rax	/* SYS_rt_sigreturn */
+	syscall
+	.size	ctx_sigreturn, .-ctx_sigreturn
+
 	.section .note.GNU-stack,"",@progbits

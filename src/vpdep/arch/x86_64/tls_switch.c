@@ -27,6 +27,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "syscall_raw.h"
@@ -99,10 +100,43 @@ static void *low_map(size_t size)
 	return NULL;
 }
 
+/* The probe's selector load and read, and where they resume if the CPU
+ * refuses them (probe_fault). */
+extern const char ppl_ldt_probe_load[], ppl_ldt_probe_resume[];
+static volatile sig_atomic_t probe_faulted;
+
+struct kernel_sigaction {
+	void (*handler)(int, siginfo_t *, void *);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/* SIGSEGV during the probe: a hypervisor may accept the LDT entry and still
+ * fault on loading its selector (seen on a PVM guest, Linux 6.18: #GP), or
+ * give a base that faults.  Go on at the arch_prctl that puts the thread
+ * pointer back.  A fault anywhere else is not the probe's: back to the
+ * default action, and the instruction faults again. */
+static void probe_fault(int sig, siginfo_t *si, void *ucv)
+{
+	(void)si;
+	ucontext_t *uc = ucv;
+	greg_t *rip = &uc->uc_mcontext.gregs[REG_RIP];
+	if (*rip >= (greg_t)ppl_ldt_probe_load && *rip < (greg_t)ppl_ldt_probe_resume) {
+		probe_faulted = 1;
+		*rip = (greg_t)ppl_ldt_probe_resume;
+		return;
+	}
+	struct kernel_sigaction dfl = { .handler = NULL /* SIG_DFL */ };
+	/* raw: %fs may be the probe's, errno out of reach */
+	vp_syscall_raw(SYS_rt_sigaction, sig, (long)&dfl, 0, sizeof dfl.mask, 0, 0);
+}
+
 /* Does a selector load really give the entry's base?  modify_ldt may be
  * compiled out (CONFIG_MODIFY_LDT_SYSCALL=n: ENOSYS) or refused by a
- * seccomp filter (EPERM, as container runtimes do).  NULL or the reason. */
-static const char *ldt_probe(void)
+ * seccomp filter (EPERM, as container runtimes do), and the load may fault.
+ * NULL or the reason.  Not inlined: the asm's labels must exist once. */
+static __attribute__((noinline, noclone)) const char *ldt_probe(void)
 {
 	uintptr_t *page = low_map(4096);
 	if (page == NULL)
@@ -116,22 +150,39 @@ static const char *ldt_probe(void)
 	}
 	void *own;
 	__asm__ volatile("movq %%fs:0, %0" : "=r"(own));
-	/* No signal handler may run on the probe page as its TLS.  The system
-	 * call itself: libppl interposes sigprocmask. */
-	uint64_t all = ~(uint64_t)0, old;
-	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof all);
-	uintptr_t seen;
+	/* No signal handler but probe_fault may run on the probe page as its
+	 * TLS, and a SIGSEGV the load raises must reach probe_fault (blocked,
+	 * the kernel would kill the process).  The system calls themselves:
+	 * libppl interposes sigprocmask and sigaction. */
+	struct kernel_sigaction ka = {
+		.handler = probe_fault,
+		.flags = SA_SIGINFO | 0x04000000UL /* SA_RESTORER */,
+		.restorer = ctx_sigreturn,
+		.mask = ~(uint64_t)0,
+	}, old_ka;
+	vp_syscall(SYS_rt_sigaction, SIGSEGV, &ka, &old_ka, sizeof ka.mask);
+	uint64_t all_but_segv = ~((uint64_t)1 << (SIGSEGV - 1)), old;
+	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all_but_segv, &old, sizeof old);
+	probe_faulted = 0;
+	uintptr_t seen = 0;
 	long rc;
-	__asm__ volatile("movw %w[sel], %%fs\n\t"
-			 "movq %%fs:0, %[seen]\n\t"
+	__asm__ volatile(".globl ppl_ldt_probe_load\n\t.hidden ppl_ldt_probe_load\n"
+			 "ppl_ldt_probe_load:\n\t"
+			 "movw %w[sel], %%fs\n\t"
+			 "movq %%fs:0, %[seen]\n"
+			 ".globl ppl_ldt_probe_resume\n\t.hidden ppl_ldt_probe_resume\n"
+			 "ppl_ldt_probe_resume:\n\t"
 			 "syscall"   /* arch_prctl(ARCH_SET_FS, own): selector 0, base back */
-			 : [seen] "=&r"(seen), "=a"(rc)
+			 : [seen] "+&r"(seen), "=a"(rc)
 			 : [sel] "r"(selector_of(0)), "a"((long)SYS_arch_prctl), "D"(0x1002L), "S"(own)
 			 : "rcx", "r11", "memory");
 	vp_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+	vp_syscall(SYS_rt_sigaction, SIGSEGV, &old_ka, NULL, sizeof ka.mask);
 	munmap(page, 4096);
 	if (rc != 0)
 		return "arch_prctl failed";
+	if (probe_faulted)
+		return "loading an LDT selector faults";
 	return seen == (uintptr_t)page ? NULL : "a selector load does not give the entry's base";
 }
 
