@@ -172,6 +172,36 @@ static struct spawn **bucket(pthread_t id)
 	return &table[(h ^ (h >> 6) ^ (h >> 12)) % 64];
 }
 
+/* A fork while another thread holds table_lock would leave the child's
+ * copy held by a thread that is not there: fork takes it first. */
+static void table_prepare(void)
+{
+	pthread_mutex_lock(&table_lock);
+}
+
+static void table_parent(void)
+{
+	pthread_mutex_unlock(&table_lock);
+}
+
+static void table_child(void)
+{
+	pthread_mutex_init(&table_lock, NULL);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void register_fork_handlers(void)
+{
+	pthread_atfork(table_prepare, table_parent, table_child);
+}
+
+static void lock_table(void)
+{
+	pthread_once(&fork_once, register_fork_handlers);
+	pthread_mutex_lock(&table_lock);
+}
+
 static void spawn_free(struct spawn *s)
 {
 	free(s->vals);
@@ -255,7 +285,7 @@ static int start(struct spawn *s, pthread_t *th, const pthread_attr_t *attr, voi
 		s->id = id;
 		/* Read before anyone but the caller may join or detach it. */
 		s->serial = ppl_thread_serial ? ppl_thread_serial(id) : 0;
-		pthread_mutex_lock(&table_lock);
+		lock_table();
 		if (++nrecords > sweep_at && ppl_thread_serial)
 			sweep();
 		struct spawn **b = bucket(id);
@@ -390,7 +420,7 @@ static void copy_ret(const struct spawn *s, void *dst)
 
 API int ppl_join_typed(pthread_t th, void *ret)
 {
-	pthread_mutex_lock(&table_lock);
+	lock_table();
 	struct spawn **pp = bucket(th);
 	while (*pp && !pthread_equal((*pp)->id, th))
 		pp = &(*pp)->next;
@@ -404,7 +434,7 @@ API int ppl_join_typed(pthread_t th, void *ret)
 		return EINVAL;
 	int err = pthread_join(th, NULL);
 	if (err) {
-		pthread_mutex_lock(&table_lock);
+		lock_table();
 		s->next = *bucket(th);
 		*bucket(th) = s;
 		nrecords++;

@@ -8,11 +8,14 @@
 #include <semaphore.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -347,6 +350,67 @@ static void test_plain_join_detach_free(void **state)
 		fail_msg("heap grew by %zu bytes over 3,000 typed threads", after - before);
 }
 
+/* fork while another thread holds the table of typed threads: the child
+ * can still spawn and join one (libppl-ffi's fork handlers).  Before them,
+ * a child that inherited the table's lock held hung on its first spawn. */
+static atomic_bool stop_churn;
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	pthread_t t;
+	while (!atomic_load(&stop_churn)) {
+		int r = 0;
+		if (ppl_spawn(&t, NULL, add1, "i>i", 1) != 0 || ppl_join_typed(t, &r) != 0 || r != 2)
+			abort();
+		/* Looks up a thread not in the table: the lock, a bucket's walk. */
+		for (int i = 0; i < 50; i++)
+			if (ppl_join_typed(pthread_self(), NULL) != EINVAL)
+				abort();
+	}
+	return NULL;
+}
+
+static void test_fork(void **state)
+{
+	(void)state;
+	enum { FORKS = 300, KEPT = 640 };
+	/* Records the churn's lookups walk past (10 a bucket). */
+	static pthread_t kept[KEPT];
+	for (int i = 0; i < KEPT; i++)
+		assert_int_equal(ppl_spawn(&kept[i], NULL, add1, "i>i", i), 0);
+	atomic_store(&stop_churn, false);
+	pthread_t churner[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&churner[i], NULL, churn, NULL), 0);
+	int hung = 0;
+	for (int i = 0; i < FORKS; i++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			alarm(5);
+			pthread_t t;
+			int r = 0;
+			_exit(ppl_spawn(&t, NULL, add1, "i>i", 41) == 0 && ppl_join_typed(t, &r) == 0 &&
+			      r == 42 ? 0 : 1);
+		}
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			hung++;
+	}
+	atomic_store(&stop_churn, true);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(churner[i], NULL), 0);
+	for (int i = 0; i < KEPT; i++) {
+		int r = 0;
+		assert_int_equal(ppl_join_typed(kept[i], &r), 0);
+		assert_int_equal(r, i + 1);
+	}
+	if (hung)
+		fail_msg("%d of %d children could not spawn and join a typed thread", hung, FORKS);
+}
+
 int main(void)
 {
 	alarm(60);
@@ -366,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_cif),
 		cmocka_unit_test(test_many_threads),
 		cmocka_unit_test(test_plain_join_detach_free),
+		cmocka_unit_test(test_fork),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
