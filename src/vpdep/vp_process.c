@@ -592,11 +592,17 @@ static _Noreturn void watcher_main(void *arg)
 	long fd = -1;
 	if (vp_syscall_raw(SYS_close_range, 0, ~0U, 0, 0, 0, 0) == 0)
 		fd = vp_syscall_raw(SYS_pidfd_open, program(), 0, 0, 0, 0, 0);
+	/* The watcher may first run long after its VP: the initial process
+	 * may have ended by then (no such process; or the VP process has
+	 * another parent, which also rules out a pidfd of a recycled pid). */
+	bool ended = fd == -ESRCH ||
+		     (fd >= 0 && vp_syscall_raw(SYS_getppid, 0, 0, 0, 0, 0, 0) != program());
 	uint64_t only_setxid = ~(1ULL << (SIGSETXID - 1));
 	struct pollfd pf = { .fd = (int)fd, .events = POLLIN };
-	while (fd >= 0 && !atomic_load_explicit(&p->unwatch, memory_order_acquire)) {
-		if (vp_syscall_raw(SYS_ppoll, (long)&pf, 1, 0, (long)&only_setxid, 8, 0) != 1)
-			continue;   /* EINTR: a credential change, or the end */
+	while (!ended && fd >= 0 && !atomic_load_explicit(&p->unwatch, memory_order_acquire))
+		/* else EINTR: a credential change, or the end */
+		ended = vp_syscall_raw(SYS_ppoll, (long)&pf, 1, 0, (long)&only_setxid, 8, 0) == 1;
+	if (ended) {
 		long self = vp_syscall_raw(SYS_getpid, 0, 0, 0, 0, 0, 0);
 		for (;;) {   /* the initial process has ended */
 			vp_syscall_raw(SYS_kill, self, SIGKILL, 0, 0, 0, 0);

@@ -287,6 +287,24 @@ static _Noreturn void child(void)
 		pause();
 }
 
+/* What a process left behind is: one line on stderr of its status. */
+static void describe(const char *pid)
+{
+	char path[300], line[256], out[512] = "";
+	snprintf(path, sizeof path, "/proc/%s/status", pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "State:", 6) == 0 || strncmp(line, "Threads:", 8) == 0 ||
+		    strncmp(line, "Uid:", 4) == 0) {
+			line[strcspn(line, "\n")] = ' ';
+			strncat(out, line, sizeof out - strlen(out) - 1);
+		}
+	fclose(f);
+	fprintf(stderr, "vpsem: left behind: %s %s\n", pid, out);
+}
+
 /* SIGKILL every child of this process (the subreaper's, left behind), so
  * that a failed run leaves nothing running that holds its output open. */
 static void kill_children(void)
@@ -306,8 +324,10 @@ static void kill_children(void)
 		buf[n] = 0;
 		char *e = strrchr(buf, ')');
 		int ppid;
-		if (e != NULL && sscanf(e + 1, " %*c %d", &ppid) == 1 && ppid == getpid())
+		if (e != NULL && sscanf(e + 1, " %*c %d", &ppid) == 1 && ppid == getpid()) {
+			describe(de->d_name);
 			kill(atoi(de->d_name), SIGKILL);
+		}
 	}
 	closedir(d);
 }
