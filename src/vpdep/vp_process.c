@@ -877,7 +877,14 @@ static void process_fork_child(struct vp *vp)
 	atomic_store_explicit(&nchildren, 0, memory_order_relaxed);
 	atomic_store_explicit(&retired_ns[0], 0, memory_order_relaxed);
 	atomic_store_explicit(&retired_ns[1], 0, memory_order_relaxed);
+	/* A request another VP process was making at the fork (a setxid
+	 * broadcast's or an affinity call's REQ_CALL, say) is not the child's:
+	 * with req.seq left as it was, the child's new manager, which starts
+	 * from seq 0, ran it, on a thread that is not there. */
 	atomic_store_explicit(&req.lock, 0, memory_order_relaxed);
+	atomic_store_explicit(&req.seq, 0, memory_order_relaxed);
+	atomic_store_explicit(&req.done, 0, memory_order_relaxed);
+	req.kind = REQ_NONE;
 	atomic_store_explicit(&managers, 0, memory_order_relaxed);
 	atomic_store_explicit(&catcher_runs, false, memory_order_relaxed);
 	atomic_store_explicit(&forwarder_tid, 0, memory_order_relaxed);
