@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,16 @@ static int child(void)
 
 int main(void)
 {
+	/* Left out on libppl's process VP backend (also under `meson test
+	 * --setup process`): a child hangs there about once in 10,000 forks
+	 * under load, the cause not found yet (docs/vpdep.md, the process
+	 * backend's limits).  TP_NO_SKIP=1 runs it there anyway. */
+	const char *backend = getenv("PPL_VP_BACKEND");
+	if (backend != NULL && strcmp(backend, "process") == 0 && getenv("PPL_EXPECT_ULT") != NULL &&
+	    getenv("TP_NO_SKIP") == NULL) {
+		puts("skipped: fork beside held locks, on the process VP backend");
+		return 77;
+	}
 	alarm(120);
 	CHECK(sched_getaffinity(0, sizeof cpus, &cpus) == 0);
 	pthread_t t[3];

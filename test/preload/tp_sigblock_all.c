@@ -279,15 +279,6 @@ static void temporary_masks(void)
 
 int main(void)
 {
-	/* Left out on libppl's process VP backend (meson.build's 'process' :
-	 * false, also under `meson test --setup process`): there a signal
-	 * sigwait took still shows in sigpending for a few ms, and about 1 run
-	 * in 20 ends silently (docs/vpdep.md, the process backend's limits). */
-	const char *backend = getenv("PPL_VP_BACKEND");
-	if (backend != NULL && strcmp(backend, "process") == 0 && getenv("PPL_EXPECT_ULT") != NULL) {
-		puts("skipped: signals every thread blocks, on the process VP backend");
-		return 77;
-	}
 	alarm(60);
 	blocked_everywhere();
 	atomic_store(&stop, 0);
