@@ -18,6 +18,12 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen);
  * thread running here has it pending and unblocked and now owns it (run
  * the handler); false otherwise, after seeing to it that target gets it. */
 bool sig_poke_claim(void *target, int sig);
+/* A poke for `target` (vp_poke) that no trampoline of the thread it was
+ * sent to will take (handed back from a kernel thread that blocks it, or
+ * taken by the catcher): a wake-up, never an instance of sig, so no
+ * handler runs for it; see that target gets its pending sig and that a
+ * thread that may take the process's claim of sig is woken. */
+void sig_poke_redirect(void *target, int sig);
 /* What pthread_kill from this process gives on NPTL (tgkill: SI_TKILL). */
 void sig_tkill_info(siginfo_t *si, int sig);
 /* libppl's cancellation signal, the kernel's last (sigreserved.c); the
@@ -55,6 +61,9 @@ bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_as
 /* Take the claim of sig for self (its target, or anyone's), its siginfo
  * into *si; waiting: self waits for it in sigwait (blocks it). */
 bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting);
+/* Wake a thread that may take the claim of sig, if there is one (a poke
+ * that woke it was lost). */
+void sig_claim_nudge(int sig);
 /* self, on its VP with its mask installed: run the handlers of the claims
  * it may take, each raised on this kernel thread with its siginfo. */
 void sig_take_claims(struct ult *self, bool yield);

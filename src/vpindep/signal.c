@@ -319,6 +319,15 @@ bool sig_poke_claim(void *target, int sig)
 	return mine;
 }
 
+void sig_poke_redirect(void *target, int sig)
+{
+	struct ult *t = target;
+	if (atomic_load_explicit(&t->sigpending, memory_order_acquire) & bit(sig))
+		sig_kick(t, sig);
+	if (atomic_load_explicit(&sig_claims, memory_order_seq_cst) & bit(sig))
+		sig_claim_nudge(sig);
+}
+
 static int kill_ult(struct ult *t, int sig)
 {
 	if (sig < 0 || sig > 64 || (sig != 0 && (bit(sig) & (SIG_INTERNAL | SIG_RESERVED))))

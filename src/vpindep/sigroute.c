@@ -220,6 +220,18 @@ static bool mine(struct ult *t, int sig)
 	return to == NULL || to == t || !takes(to, bit(sig));
 }
 
+void sig_claim_nudge(int sig)
+{
+	uint64_t b = bit(sig);
+	if (!(atomic_load_explicit(&sig_claims, memory_order_seq_cst) & b))
+		return;
+	struct ult *to = atomic_load_explicit(&rt.target[sig], memory_order_relaxed);
+	if (to == NULL || !takes(to, b))
+		to = choose(b, NULL);
+	if (to != NULL)
+		nudge(to, sig);
+}
+
 bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_asked)
 {
 	if (!ppl_env_sigroute)
@@ -377,7 +389,14 @@ static void catcher_main(void *arg)
 		int r = claimed != 0 && next_look <= now
 				? -1
 				: vp_kthread_sigtimedwait(want, &si, claimed != 0 ? &period : NULL);
-		if (r > 0 && r != CATCHER_WAKE) {
+		void *poked = r > 0 ? vp_poke_target(&si) : NULL;
+		if (poked != NULL) {
+			/* A poke sent to the process (a VP process's forwarder
+			 * gives one back): a wake-up for a thread, not an
+			 * instance of r.  Routed as one, it became a claim of
+			 * its own, and its handler ran twice. */
+			sig_poke_redirect(poked, r);
+		} else if (r > 0 && r != CATCHER_WAKE) {
 			if (sig_has_handler(r) || caught_default(r))
 				sig_route_here(r, &si, NULL, false);
 			else   /* no handler any more: the kernel's action, elsewhere */
@@ -398,6 +417,12 @@ static void catcher_main(void *arg)
  * from the program itself. */
 static bool route_handed_back(int sig, const siginfo_t *si)
 {
+	void *poked = vp_poke_target(si);
+	if (poked != NULL) {
+		/* A poke: a wake-up, redirected here (never an instance). */
+		sig_poke_redirect(poked, sig);
+		return true;
+	}
 	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
 	    !(sig_has_handler(sig) || caught_default(sig)))
 		return false;
