@@ -139,6 +139,7 @@ struct ult {
 	_Atomic bool sig_done;     /* exiting: takes no more claims of the process's */
 	bool in_sigframe;          /* in libppl's part of a signal handler: the tick, the trampoline */
 	bool sigframe_held;        /* resumed there, signals held back till its sigreturn */
+	_Atomic uint32_t cpu_seq;  /* odd while cpu_ns and cpu_since change (cpuclock.c) */
 	stack_t alt;               /* its sigaltstack (ss_sp NULL: none), installed on
 				    * its VP's kernel thread while it runs (sigaltstack.c) */
 	int64_t cpu_ns;            /* CPU time up to its last switch-out (cpuclock.c) */
