@@ -64,13 +64,6 @@ static struct {
 
 static _Atomic uint32_t xid_lock;   /* 0 free, 1 held, 2 held with waiters */
 
-struct kernel_sigaction {
-	void (*handler)(int, siginfo_t *, void *);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
 #if defined(__x86_64__)
 /* The kernel returns from a handler through sa_restorer on x86_64. */
 #define SA_RESTORER_FLAG 0x04000000UL
@@ -131,7 +124,7 @@ void vp_setxid_install(void)
 	static _Atomic int installed;
 	if (atomic_load_explicit(&installed, memory_order_acquire))
 		return;
-	struct kernel_sigaction ka = {
+	struct vp_ksigaction ka = {
 		.handler = xid_handler,
 		.flags = SA_SIGINFO | SA_RESTART | SA_RESTORER_FLAG,
 		.restorer = RESTORER,

@@ -5,6 +5,18 @@
 #ifndef PPL_VPDEP_SYSCALL_RAW_H
 #define PPL_VPDEP_SYSCALL_RAW_H
 
+#include <signal.h>
+#include <stdint.h>
+
+/* rt_sigaction's argument as the kernel takes it (not the C library's
+ * struct sigaction), for the handlers libppl installs with the raw call. */
+struct vp_ksigaction {
+	void (*handler)(int, siginfo_t *, void *);   /* NULL: SIG_DFL */
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
 /* syscall(2): up to six arguments; -1 with errno set on failure. */
 long vp_syscall(long nr, ...) __attribute__((visibility("hidden")));
 /* The same with its six arguments spelled out. */

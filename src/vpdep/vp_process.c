@@ -257,12 +257,7 @@ static _Noreturn void end_program(const siginfo_t *si)
 		vp_syscall(SYS_exit_group, si->si_status);
 	/* Killed: the same signal, with its default action, to this process. */
 	int sig = si->si_status;
-	struct {
-		void *handler;
-		unsigned long flags;
-		void *restorer;
-		uint64_t mask;
-	} dfl = { SIG_DFL, 0, NULL, 0 };
+	struct vp_ksigaction dfl = { .handler = NULL /* SIG_DFL */ };
 	vp_syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
 	uint64_t one = 1ULL << (sig - 1);
 	vp_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &one, NULL, sizeof one);

@@ -105,13 +105,6 @@ static void *low_map(size_t size)
 extern const char ppl_ldt_probe_load[], ppl_ldt_probe_resume[];
 static volatile sig_atomic_t probe_faulted;
 
-struct kernel_sigaction {
-	void (*handler)(int, siginfo_t *, void *);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
 /* SIGSEGV during the probe: a hypervisor may accept the LDT entry and still
  * fault on loading its selector (seen on a PVM guest, Linux 6.18: #GP), or
  * give a base that faults.  Go on at the arch_prctl that puts the thread
@@ -127,7 +120,7 @@ static void probe_fault(int sig, siginfo_t *si, void *ucv)
 		*rip = (greg_t)ppl_ldt_probe_resume;
 		return;
 	}
-	struct kernel_sigaction dfl = { .handler = NULL /* SIG_DFL */ };
+	struct vp_ksigaction dfl = { .handler = NULL /* SIG_DFL */ };
 	/* raw: %fs may be the probe's, errno out of reach */
 	vp_syscall_raw(SYS_rt_sigaction, sig, (long)&dfl, 0, sizeof dfl.mask, 0, 0);
 }
@@ -154,7 +147,7 @@ static __attribute__((noinline, noclone)) const char *ldt_probe(void)
 	 * TLS, and a SIGSEGV the load raises must reach probe_fault (blocked,
 	 * the kernel would kill the process).  The system calls themselves:
 	 * libppl interposes sigprocmask and sigaction. */
-	struct kernel_sigaction ka = {
+	struct vp_ksigaction ka = {
 		.handler = probe_fault,
 		.flags = SA_SIGINFO | 0x04000000UL /* SA_RESTORER */,
 		.restorer = ctx_sigreturn,
