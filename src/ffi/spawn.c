@@ -189,6 +189,9 @@ static void table_child(void)
 	pthread_mutex_init(&table_lock, NULL);
 }
 
+/* Registered on first use, not in a constructor: registered before
+ * libppl's own fork handlers, the prepare would run after libppl's has
+ * locked the runtime, and take a libppl mutex there (spawn tests hung). */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void register_fork_handlers(void)

@@ -65,12 +65,9 @@ static struct {
 static _Atomic uint32_t xid_lock;   /* 0 free, 1 held, 2 held with waiters */
 
 #if defined(__x86_64__)
-/* The kernel returns from a handler through sa_restorer on x86_64. */
-#define SA_RESTORER_FLAG 0x04000000UL
 #define RESTORER ctx_sigreturn
 #else
-#define SA_RESTORER_FLAG 0UL   /* the kernel's vDSO trampoline */
-#define RESTORER NULL
+#define RESTORER NULL   /* the kernel's vDSO trampoline */
 #endif
 
 /* Marks t done if nobody has; the one that does counts it off, and wakes
@@ -126,7 +123,7 @@ void vp_setxid_install(void)
 		return;
 	struct vp_ksigaction ka = {
 		.handler = xid_handler,
-		.flags = SA_SIGINFO | SA_RESTART | SA_RESTORER_FLAG,
+		.flags = SA_SIGINFO | SA_RESTART | VP_SA_RESTORER,
 		.restorer = RESTORER,
 		.mask = 0,
 	};

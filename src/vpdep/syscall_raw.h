@@ -16,6 +16,13 @@ struct vp_ksigaction {
 	void (*restorer)(void);
 	uint64_t mask;
 };
+#if defined(__x86_64__)
+/* x86_64 returns from a handler only through sa_restorer (ctx_sigreturn,
+ * context.h); AArch64 through the vDSO's trampoline. */
+#define VP_SA_RESTORER 0x04000000UL
+#else
+#define VP_SA_RESTORER 0UL
+#endif
 
 /* syscall(2): up to six arguments; -1 with errno set on failure. */
 long vp_syscall(long nr, ...) __attribute__((visibility("hidden")));

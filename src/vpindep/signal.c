@@ -324,8 +324,7 @@ void sig_poke_redirect(void *target, int sig)
 	struct ult *t = target;
 	if (atomic_load_explicit(&t->sigpending, memory_order_acquire) & bit(sig))
 		sig_kick(t, sig);
-	if (atomic_load_explicit(&sig_claims, memory_order_seq_cst) & bit(sig))
-		sig_claim_nudge(sig);
+	sig_claim_nudge(sig);   /* if the process has a claim of sig */
 }
 
 static int kill_ult(struct ult *t, int sig)

@@ -149,7 +149,7 @@ static __attribute__((noinline, noclone)) const char *ldt_probe(void)
 	 * libppl interposes sigprocmask and sigaction. */
 	struct vp_ksigaction ka = {
 		.handler = probe_fault,
-		.flags = SA_SIGINFO | 0x04000000UL /* SA_RESTORER */,
+		.flags = SA_SIGINFO | VP_SA_RESTORER,
 		.restorer = ctx_sigreturn,
 		.mask = ~(uint64_t)0,
 	}, old_ka;
