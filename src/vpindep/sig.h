@@ -69,9 +69,14 @@ void sig_claim_nudge(int sig);
 void sig_take_claims(struct ult *self, bool yield);
 /* The claims t may take now (a park a signal ends does not begin then). */
 uint64_t sig_claims_for(struct ult *t);
-/* sigaction.c: run the application's action for sig, taken by the calling
- * user thread, whose mask is thread_mask, with si. */
-void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask);
+/* sigaction.c: run the application's action for sig, taken by self, the
+ * calling user thread, with si; its handler's mask is built on `base`
+ * (self's mask, or that of the sigsuspend it interrupts). */
+void sig_run_taken(struct ult *self, int sig, siginfo_t *si, uint64_t base);
+/* signal.c: a handler's mask made the thread's while it runs, and the
+ * thread's own again after (in_frame: in the trampoline, before sigreturn). */
+uint64_t sig_handler_begin(struct ult *self, uint64_t base, uint64_t blocks);
+void sig_handler_end(struct ult *self, uint64_t was, bool in_frame);
 /* kill or sigqueue of this process from a user thread, for a signal with
  * a handler: routed here and now, as the kernel would at once (the handler
  * runs in the caller before this returns if it is the one chosen).  False

@@ -34,6 +34,7 @@ static struct {
 	struct sigaction app[NSIGS];         /* as the application gave it, if wrapped */
 	void *_Atomic handler[NSIGS];        /* app[sig]'s handler, for the trampoline */
 	_Atomic int flags[NSIGS];            /* app[sig].sa_flags, for the trampoline */
+	_Atomic uint64_t blocks[NSIGS];      /* what app[sig]'s handler blocks (handler_blocks) */
 	_Atomic uint64_t wrapped;            /* bit sig-1: the kernel runs trampoline */
 	_Atomic uint64_t dfl;                /* bit sig-1: the default action, behind
 					      * the trampoline too (caught_default) */
@@ -101,6 +102,19 @@ bool sig_has_handler(int sig)
 static void trampoline(int sig, siginfo_t *si, void *uc);
 bool caught_default(int sig);
 
+/* What the thread blocks while a's handler for sig runs, beyond its mask:
+ * sa_mask, and sig itself unless SA_NODEFER (sig_handler_begin). */
+static uint64_t handler_blocks(int sig, const struct sigaction *a)
+{
+	uint64_t m;
+	memcpy(&m, &a->sa_mask, sizeof m);
+	return (a->sa_flags & SA_NODEFER) ? m : m | bit(sig);
+}
+
+/* tramp_decide's "no user thread ran the handler": never a thread's mask,
+ * which leaves SIGKILL unblocked. */
+#define NO_THREAD_MASK UINT64_MAX
+
 /* What the kernel gets for the application's action a: the trampoline. */
 static struct sigaction wrapped_action(const struct sigaction *a)
 {
@@ -167,7 +181,8 @@ static void default_action(int sig)
  * thread's stack, stays a few words (a handler on a PTHREAD_STACK_MIN
  * stack has the room it has on NPTL, where the kernel calls it directly;
  * this decision's frame and its callees' are gone by then). */
-__attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void *uc, int flags)
+__attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void *uc, int flags,
+						   uint64_t *was)
 {
 	if (vp_signal_defer(sig, si, uc)) {
 		/* The kernel reset the action on this delivery: the one it
@@ -241,14 +256,20 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 	struct vp *vp = vp_current();
 	if (vp != NULL)
 		vp_note_sigmask(vp, vp_get_sigmask());
+	/* And in the thread: it keeps it wherever it resumes. */
+	if (here != NULL)
+		*was = sig_handler_begin(here, here->sigmask,
+					 atomic_load_explicit(&acts.blocks[sig], memory_order_acquire));
 	preempt_handler_enter(uc);
 	return true;
 }
 
-__attribute__((noinline)) static void tramp_after(void *uc)
+__attribute__((noinline)) static void tramp_after(void *uc, uint64_t was)
 {
 	struct sig_frame f;
 	struct ult *self = sig_frame_enter(&f);
+	if (self != NULL && was != NO_THREAD_MASK)
+		sig_handler_end(self, was, true);
 	preempt_handler_leave(uc);   /* an owed preemption: may switch out */
 	sig_frame_leave(self, &f, uc);
 	/* sigreturn gives this kernel thread (maybe another one by now) the
@@ -264,17 +285,18 @@ __attribute__((noinline)) static void tramp_after(void *uc)
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
-	if (!tramp_decide(sig, si, uc, flags))
+	uint64_t was = NO_THREAD_MASK;   /* the thread's mask, back after the handler */
+	if (!tramp_decide(sig, si, uc, flags, &was))
 		return;
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
-	tramp_after(uc);
+	tramp_after(uc, was);
 }
 
-void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask)
+void sig_run_taken(struct ult *self, int sig, siginfo_t *si, uint64_t base)
 {
 	spin_lock(&acts.lock);
 	bool wrapped = is_wrapped(sig);
@@ -295,22 +317,17 @@ void sig_run_taken(int sig, siginfo_t *si, uint64_t thread_mask)
 		return;
 	}
 	/* As the kernel runs a handler: sa_mask and the signal itself blocked
-	 * while it runs, the thread's mask again after. */
-	uint64_t hm = thread_mask;
-	uint64_t extra;
-	memcpy(&extra, &a.sa_mask, sizeof extra);
-	hm |= extra & ~(bit(PPL_SIGCANCEL) | bit(vp_tick_signal()));
-	if (!(a.sa_flags & SA_NODEFER))
-		hm |= bit(sig);
+	 * while it runs, the thread's mask again after (maybe on another VP
+	 * by then). */
+	uint64_t was = sig_handler_begin(self, base, handler_blocks(sig, &a));
 	ucontext_t uc;
 	getcontext(&uc);
-	vp_set_sigmask(hm);
+	vp_set_sigmask(self->sigmask);
 	if (a.sa_flags & SA_SIGINFO)
 		a.sa_sigaction(sig, si, &uc);
 	else
 		a.sa_handler(sig);
-	/* Maybe on another VP by now: the thread's mask there. */
-	vp_set_sigmask(thread_mask);
+	sig_handler_end(self, was, false);
 }
 
 static bool fault(int sig)
@@ -432,6 +449,8 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 									: (void *)a.sa_handler,
 					      memory_order_release);
 			atomic_store_explicit(&acts.flags[sig], a.sa_flags, memory_order_release);
+			atomic_store_explicit(&acts.blocks[sig], handler_blocks(sig, &a),
+					      memory_order_release);
 			rc = vp_sigaction(sig, &k, NULL);
 			if (rc == 0)
 				atomic_fetch_and_explicit(&acts.dfl, ~bit(sig), memory_order_release);

@@ -187,6 +187,43 @@ void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc
 	self->sigframe_held = f->held;
 }
 
+/* While an application's handler runs, its mask is the thread's own, as
+ * the kernel makes a kernel thread's: the signal (unless SA_NODEFER) and
+ * sa_mask added to `base` (the thread's mask, or that of the sigsuspend it
+ * interrupts).  Not only the kernel thread's: it holds when the handler is
+ * switched out (it waits, yields, is preempted) and resumed, maybe on
+ * another VP, pthread_sigmask reports it, and a new instance of the signal
+ * waits for the handler's return instead of nesting in it.  (The Open
+ * POSIX test pthread_setschedparam/5-1 nested two handlers that each post a
+ * semaphore until the stack overflowed.)  Returns the mask to give back. */
+uint64_t sig_handler_begin(struct ult *self, uint64_t base, uint64_t blocks)
+{
+	uint64_t was = self->sigmask;
+	self->sigmask = (base | blocks) & ~SIG_UNBLOCKABLE;
+	return was;
+}
+
+/* The handler returned: the thread's mask `was` again, and what it opens,
+ * sent to the thread or claimed for the process meanwhile, raised on this
+ * kernel thread: by the trampoline's sigreturn when `in_frame` (libppl's
+ * part of a handler, whose sig_frame_enter holds the application's
+ * signals), else now.  A handler left by siglongjmp does not come here:
+ * the mask sigsetjmp saved is given by the jump (src/preload/jump.c); by
+ * longjmp, the handler's stays, as on NPTL. */
+void sig_handler_end(struct ult *self, uint64_t was, bool in_frame)
+{
+	self->sigmask = was;
+	if (!in_frame) {
+		vp_set_sigmask(was);
+		deliver_pending(self);
+		return;
+	}
+	vp_kstate_changed();   /* a thread that resumes compares its mask again */
+	deliver_pending(self);
+	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
+		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
+}
+
 void sig_resumed_slow(struct ult *self, struct vproc *v)
 {
 	if (self->in_sigframe) {
@@ -616,8 +653,7 @@ bool sig_mask_call_enter(const sigset_t *set, struct sig_mask_call *c)
 		int sig = __builtin_ctzll(cl) + 1;
 		siginfo_t si;
 		if (sig_take(self, sig, &si, true)) {
-			sig_run_taken(sig, &si, m);   /* with the call's mask, as in it */
-			vp_set_sigmask(self->sigmask);
+			sig_run_taken(self, sig, &si, m);   /* with the call's mask, as in it */
 			took = true;
 		}
 	}

@@ -263,7 +263,7 @@ bool sig_send_process(int sig, const siginfo_t *si)
 		return false;
 	struct ult *to = choose(bit(sig), self);
 	if (to == self)
-		sig_run_taken(sig, (siginfo_t *)si, self->sigmask);
+		sig_run_taken(self, sig, (siginfo_t *)si, self->sigmask);
 	else
 		claim(sig, si, to);
 	return true;
@@ -326,7 +326,7 @@ void sig_take_claims(struct ult *self, bool yield)
 			/* Run here and now, as the kernel would deliver it (not
 			 * raised again: a standard signal pending on this kernel
 			 * thread, a poke, would merge with it). */
-			sig_run_taken(sig, &si, self->sigmask);
+			sig_run_taken(self, sig, &si, self->sigmask);
 			/* Let the threads the handler woke run now, as the
 			 * kernel's wake-up preemption would: their next signal
 			 * then finds this thread still there to take it. */
