@@ -10,12 +10,14 @@ environment (opts.env), the jobs and rounds, --racy, --allow-fail.
 """
 
 import concurrent.futures
+import json
 import math
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 
@@ -33,6 +35,56 @@ def libppl_modes():
 
 
 MODES = libppl_modes()
+
+
+class NativeCache:
+    """The native (NPTL) results of a suite's last run in the same output
+    directory, reused by a later pass when PPL_SUITE_NATIVE=reuse: CI runs
+    the suites once per VP backend (scripts/test), and NPTL's results do
+    not depend on libppl's backend.  An entry counts only for the same
+    executable (its size and modification time); a failure that is
+    re-checked runs NPTL again beside libppl (recheck)."""
+
+    def __init__(self, out):
+        self.path = os.path.join(out, 'native-results.json')
+        self.reuse = os.environ.get('PPL_SUITE_NATIVE', '') == 'reuse'
+        self.lock = threading.Lock()
+        try:
+            with open(self.path) as f:
+                self.entries = json.load(f)
+        except (OSError, ValueError):
+            self.entries = {}
+
+    @staticmethod
+    def stamp(exe):
+        st = os.stat(exe)
+        return [st.st_size, st.st_mtime_ns]
+
+    def get(self, name, exe):
+        """(result, secs) of name's native run with exe, or None."""
+        e = self.entries.get(name) if self.reuse and exe not in (None, 'BUILD_FAIL') else None
+        try:
+            if e is not None and e['stamp'] == self.stamp(exe):
+                return e['result'], e['secs']
+        except OSError:
+            pass
+        return None
+
+    def put(self, name, exe, result, secs):
+        if exe in (None, 'BUILD_FAIL'):
+            return
+        try:
+            entry = {'stamp': self.stamp(exe), 'result': result, 'secs': secs}
+        except OSError:
+            return
+        with self.lock:
+            self.entries[name] = entry
+
+    def save(self):
+        tmp = self.path + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(self.entries, f)
+        os.replace(tmp, self.path)
 
 
 class Test:
@@ -166,7 +218,11 @@ def run_modes(t, opts, out):
     # plain failure (which may come before the test's last sleeps), so
     # that a test that sleeps on purpose can show a win (the rwlock
     # priority tests sleep 11 to 15 s; NPTL fails them after 6 to 14).
-    run_one(t, 'native', opts, out, 3 * opts.timeout)
+    cached = opts.native.get(t.name, t.exe['native'])
+    if cached is not None:
+        t.result['native'], t.secs['native'] = cached
+    else:
+        run_one(t, 'native', opts, out, 3 * opts.timeout)
     if t.result['native'] == 'PASS':
         limit = max(opts.timeout, 2 * t.secs.get('native', 0))
     elif t.result['native'] != 'TIMEOUT':
@@ -254,7 +310,11 @@ def run_all(tests, known, opts, out, tag):
     """Run the built tests three ways, re-run the failures that --allow-fail
     does not list, print the report; returns the exit status."""
     start = time.monotonic()
+    opts.native = NativeCache(out)
     parallel(run_test, tests, opts, out, 'run')
+    for t in tests:
+        opts.native.put(t.name, t.exe['native'], t.result['native'], t.secs.get('native', 0))
+    opts.native.save()
     again = [t for t in tests if t.result['native'] == 'PASS' and t.name not in known and
              any(t.result[m] != 'PASS' for m in MODES[1:])]
     if again and opts.rounds:
