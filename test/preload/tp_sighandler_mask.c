@@ -5,7 +5,7 @@
  * instance that comes meanwhile waits for the handler's return instead of
  * nesting in it.  After the handler, the mask is the thread's again; left
  * by siglongjmp it is the one sigsetjmp saved, by longjmp the handler's
- * (as on NPTL).  The Open POSIX test pthread_setschedparam/5-1 nested two
+ * (as on NPTL).  Inside sigsuspend it is built on the call's mask.  The Open POSIX test pthread_setschedparam/5-1 nested two
  * handlers that each post a semaphore until the stack overflowed. */
 #include <errno.h>
 #include <semaphore.h>
@@ -248,9 +248,45 @@ static void *jumps(void *arg)
 	return NULL;
 }
 
+/* 4. In a thread, inside sigsuspend: the handler's mask is built on the
+ *    call's, so a signal the call opens nests in it, as on NPTL. */
+static volatile sig_atomic_t in_usr1, usr2_nested;
+
+static void h_raise2(int sig)
+{
+	(void)sig;
+	in_usr1 = 1;
+	CHECK_OK(pthread_kill(pthread_self(), SIGUSR2));
+	in_usr1 = 0;
+}
+
+static void h_note2(int sig)
+{
+	(void)sig;
+	usr2_runs++;
+	usr2_nested = in_usr1;
+}
+
+static void *suspend(void *arg)
+{
+	(void)arg;
+	install(SIGUSR1, h_raise2, 0);
+	install(SIGUSR2, h_note2, 0);
+	set_blocked(SIG_SETMASK, SIGUSR1, SIGUSR2);
+	usr2_runs = 0;
+	CHECK(raise(SIGUSR1) == 0);   /* pending */
+	sigset_t none;
+	sigemptyset(&none);
+	CHECK(sigsuspend(&none) == -1 && errno == EINTR);
+	CHECK(usr2_runs == 1 && usr2_nested);
+	CHECK(blocked(SIGUSR1) && blocked(SIGUSR2));
+	set_blocked(SIG_SETMASK, 0, 0);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	/* An argument runs one part: view, storm or jumps. */
+	/* An argument runs one part: view, storm, jumps or suspend. */
 	const char *only = argc > 1 ? argv[1] : NULL;
 	alarm(60);
 	if (!only || strcmp(only, "view") == 0)
@@ -260,6 +296,11 @@ int main(int argc, char **argv)
 	if (!only || strcmp(only, "jumps") == 0) {
 		pthread_t t;   /* a thread of libppl's, even when run alone */
 		CHECK_OK(pthread_create(&t, NULL, jumps, NULL));
+		CHECK_OK(pthread_join(t, NULL));
+	}
+	if (!only || strcmp(only, "suspend") == 0) {
+		pthread_t t;
+		CHECK_OK(pthread_create(&t, NULL, suspend, NULL));
 		CHECK_OK(pthread_join(t, NULL));
 	}
 	puts("ok");
