@@ -247,9 +247,7 @@ static _Noreturn void kthread_terminate(void)
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	if (end != NULL && here < kthread_end_frame && kthread_end_frame - here < KTHREAD_STACK_SIZE) {
 		kthread_end = NULL;
-		/* The C library's, not libppl's export (src/preload/jump.c). */
-		static void *_Atomic jump;
-		((void (*)(struct __jmp_buf_tag *, int))vp_libc_fn(&jump, "_longjmp", NULL))(*end, 1);
+		_longjmp(*end, 1);
 	}
 	((exit_fn)resolve(REAL_EXIT))(NULL);
 	abort();

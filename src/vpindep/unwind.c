@@ -79,15 +79,6 @@ static void unwind_cleanup(_Unwind_Reason_Code code, struct _Unwind_Exception *e
 	ppl_fatal("an exception handler caught a thread's unwinding and did not rethrow it");
 }
 
-/* The C library's longjmp, not libppl's export of it (src/preload/jump.c,
- * for the application's jumps): these buffers saved no signal mask. */
-static _Noreturn void libc_longjmp(struct __jmp_buf_tag *env)
-{
-	static void *_Atomic fn;
-	((void (*)(struct __jmp_buf_tag *, int))vp_libc_fn(&fn, "longjmp", NULL))(env, 1);
-	__builtin_unreachable();
-}
-
 static _Unwind_Reason_Code stop(int version, _Unwind_Action actions, _Unwind_Exception_Class cls,
 				struct _Unwind_Exception *exc, struct _Unwind_Context *ctx,
 				void *param)
@@ -119,12 +110,12 @@ static _Unwind_Reason_Code stop(int version, _Unwind_Action actions, _Unwind_Exc
 		 * sigsetjmp with savemask 0 wrote no more. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
-		libc_longjmp((struct __jmp_buf_tag *)buf->cancel_jmp_buf);
+		longjmp((struct __jmp_buf_tag *)buf->cancel_jmp_buf, 1);
 #pragma GCC diagnostic pop
 	}
 	self->cleanup_jmp = NULL;
 	if (self->landing)
-		libc_longjmp(*(jmp_buf *)self->landing);
+		longjmp(*(jmp_buf *)self->landing, 1);
 	ult_finish(self);
 }
 
