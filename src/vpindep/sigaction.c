@@ -254,19 +254,21 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 	 * (it yields, parks or is preempted) then installs its own mask
 	 * instead of running with the handler's. */
 	struct vp *vp = vp_current();
-	uint64_t kmask = vp_get_sigmask();
-	if (vp != NULL)
+	if (vp != NULL) {
+		uint64_t kmask = vp_get_sigmask();
 		vp_note_sigmask(vp, kmask);
-	/* And in the thread: it keeps it wherever it resumes.  Inside
-	 * sigsuspend, ppoll and the like the kernel built it on the call's
-	 * mask (the frame's uc_sigmask is the one before the call), so a
-	 * signal the call opens may still nest, as on NPTL. */
-	if (here != NULL) {
-		uint64_t base = here->sigmask;
-		if (atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) != 0)
-			base = kmask;
-		*was = sig_handler_begin(here, base,
-					 atomic_load_explicit(&acts.blocks[sig], memory_order_acquire));
+		/* And in the thread: it keeps it wherever it resumes.  Inside
+		 * sigsuspend, ppoll and the like the kernel built it on the
+		 * call's mask (the frame's uc_sigmask is the one before the
+		 * call), so a signal the call opens may still nest, as on NPTL. */
+		if (here != NULL) {
+			uint64_t base = here->sigmask;
+			if (atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) != 0)
+				base = kmask;
+			*was = sig_handler_begin(here, base,
+						 atomic_load_explicit(&acts.blocks[sig],
+								      memory_order_acquire));
+		}
 	}
 	preempt_handler_enter(uc);
 	return true;
