@@ -146,13 +146,21 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 #define SIG_FAULTS (bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP) | bit(SIGSYS))
 #define SIG_HELD (~(SIG_UNBLOCKABLE | SIG_FAULTS))
 
+/* What self's mask lets in, sent to it or claimed for the process, raised
+ * on this kernel thread, whose mask holds them until the handler frame's
+ * sigreturn. */
+static void raise_at_sigreturn(struct ult *self)
+{
+	deliver_pending(self);
+	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
+		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
+}
+
 static void held_till_sigreturn(struct ult *self)
 {
 	self->sigframe_held = true;
 	vp_set_sigmask(self->sigmask | SIG_HELD);
-	deliver_pending(self);
-	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
-		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
+	raise_at_sigreturn(self);
 }
 
 struct ult *sig_frame_enter(struct sig_frame *f)
@@ -213,15 +221,12 @@ uint64_t sig_handler_begin(struct ult *self, uint64_t base, uint64_t blocks)
 void sig_handler_end(struct ult *self, uint64_t was, bool in_frame)
 {
 	self->sigmask = was;
-	if (!in_frame) {
-		vp_set_sigmask(was);
-		deliver_pending(self);
+	if (in_frame) {
+		raise_at_sigreturn(self);   /* sig_frame_enter and sigreturn note the kernel's mask */
 		return;
 	}
-	vp_kstate_changed();   /* a thread that resumes compares its mask again */
+	vp_set_sigmask(was);
 	deliver_pending(self);
-	for (uint64_t c = sig_claims_for(self); c != 0; c &= c - 1)
-		vp_poke(NULL, __builtin_ctzll(c) + 1, self);
 }
 
 void sig_resumed_slow(struct ult *self, struct vproc *v)

@@ -102,24 +102,13 @@ static void view(void)
 static sem_t go1, go2;
 static atomic_bool stop;
 
-static void h_post1(int sig)
+/* SIGUSR1's handler posts go1, SIGUSR2's go2. */
+static void h_post(int sig)
 {
-	(void)sig;
 	enter();
-	if (!blocked(SIGUSR1))
-		failed_mask = 3;
-	CHECK(sem_post(&go1) == 0);
-	sched_yield();
-	atomic_fetch_sub(&depth, 1);
-}
-
-static void h_post2(int sig)
-{
-	(void)sig;
-	enter();
-	if (!blocked(SIGUSR2))
-		failed_mask = 4;
-	CHECK(sem_post(&go2) == 0);
+	if (!blocked(sig))
+		failed_mask = sig == SIGUSR1 ? 3 : 4;
+	CHECK(sem_post(sig == SIGUSR1 ? &go1 : &go2) == 0);
 	sched_yield();
 	atomic_fetch_sub(&depth, 1);
 }
@@ -161,8 +150,8 @@ static void *worker(void *arg)
 
 static void storm(void)
 {
-	install(SIGUSR1, h_post1, 0);
-	install(SIGUSR2, h_post2, 0);
+	install(SIGUSR1, h_post, 0);
+	install(SIGUSR2, h_post, 0);
 	set_blocked(SIG_BLOCK, SIGUSR1, SIGUSR2);   /* inherited by every thread below */
 	CHECK(sem_init(&go1, 0, 1) == 0 && sem_init(&go2, 0, 1) == 0);
 	atomic_store(&max_depth, 0);
