@@ -69,22 +69,27 @@ _Static_assert(offsetof(struct rmutex, link) == 24, "__list at glibc's offset");
  * head is a node like the others (glibc's robust_prev does the same). */
 static struct rl {
 	void *prev;
-	void *list;                /* first entry: the sentinel */
+	void *list;                /* first entry: watch */
 	long futex_offset;
 	void *op_pending;
 } rl;
 
-/* The first entry of rl for good, a lock word held by rtid and by no user
- * thread (token 0).  The kernel's walk of rl as the initial kernel thread
- * dies marks it FUTEX_OWNER_DIED first (it marks an entry once it has
- * read the next).  A kernel thread of the program that still runs after
- * that (a VP process of the process backend until the kernel kills it
- * for its parent's death, another thread of a process being killed) and
- * takes a robust mutex adds it after the sentinel, where the walk no
- * longer looks: it sees the mark, releases the mutex as the kernel would
- * and ends its process (program_dead). */
-static struct rmutex sentinel = { .link = { &rl.list, &rl.list } };
-static struct rl rl = { &sentinel.link.next, &sentinel.link.next, FUTEX_OFFSET, NULL };
+/* The first two entries of rl for good, `watch` then `front`: lock words
+ * held by rtid and by no user thread (token 0).  The kernel's walk of rl
+ * as the initial kernel thread dies marks an entry FUTEX_OWNER_DIED after
+ * it has read the entry's next: it marks watch, then reads front's next.
+ * But a kernel thread of the program may still run after the walk (a VP
+ * process of the process backend until the kernel kills it for its
+ * parent's death, another thread of a process being killed), and take a
+ * robust mutex.  It adds the mutex after front, then looks at watch: not
+ * marked yet, the walk will read front's next after the add and find the
+ * mutex; marked, the walk may be past, so it releases the mutex as the
+ * kernel would and ends its process (program_dead).  One sentinel would
+ * leave the kernel's step between reading its next and marking it. */
+static struct rmutex front;
+static struct rmutex watch = { .link = { &rl.list, &front.link.next } };
+static struct rmutex front = { .link = { &watch.link.next, &rl.list } };
+static struct rl rl = { &front.link.next, &watch.link.next, FUTEX_OFFSET, NULL };
 static spin_t rl_lock PPL_FORK_STATE;
 static _Atomic uint32_t rtid PPL_FORK_STATE;
 
@@ -108,12 +113,17 @@ static inline struct rmutex *mutex_of(void *entry)
  * thread is vp_initial_kthread_id() (the pid). */
 void robust_init(void)
 {
-	rl.prev = rl.list = &sentinel.link.next;
-	sentinel.link.prev = sentinel.link.next = &rl.list;
+	rl.list = &watch.link.next;
+	watch.link.prev = &rl.list;
+	watch.link.next = &front.link.next;
+	front.link.prev = &watch.link.next;
+	front.link.next = &rl.list;
+	rl.prev = &front.link.next;
 	rl.op_pending = NULL;
 	spin_init(&rl_lock);
 	atomic_store_explicit(&rtid, (uint32_t)vp_initial_kthread_id(), memory_order_relaxed);
-	atomic_store_explicit(&sentinel.word, atomic_load(&rtid), memory_order_relaxed);
+	atomic_store_explicit(&watch.word, atomic_load(&rtid), memory_order_relaxed);
+	atomic_store_explicit(&front.word, atomic_load(&rtid), memory_order_relaxed);
 	/* Not the initial kernel thread (an early caller): the list then only
 	 * serves the user-level owner death, not the process's. */
 	if (vp_is_initial_kthread())
@@ -160,12 +170,11 @@ static void list_end(void)
 	spin_unlock(&rl_lock);
 }
 
-/* After the sentinel; the entry is complete before the sentinel points to
- * it, so a kernel walk (the process dying on another kernel thread) sees
- * either. */
+/* After front; the entry is complete before front points to it, so a
+ * kernel walk (the process dying on another kernel thread) sees either. */
 static void list_add(struct rmutex *m)
 {
-	struct link *s = &sentinel.link, *l = &m->link, *first = node_of(s->next);
+	struct link *s = &front.link, *l = &m->link, *first = node_of(s->next);
 	l->next = s->next;
 	l->prev = &s->next;
 	first->prev = &l->next;
@@ -173,18 +182,22 @@ static void list_add(struct rmutex *m)
 	s->next = &l->next;
 }
 
-/* The initial kernel thread is dead and the kernel's walk of rl past:
- * m, just taken, is released as the kernel releases a dead owner's, and
- * this kernel thread's process ends as the program's did. */
-static _Noreturn void program_dead(struct rmutex *m)
+/* The initial kernel thread is dead and the kernel's walk of rl may be
+ * past: m, just taken, is released as the kernel releases a dead owner's
+ * (unless the walk found it: then it may be another's already), and this
+ * kernel thread's process ends as the program's did. */
+static _Noreturn void program_dead(struct rmutex *m, uint32_t tid)
 {
 	uint32_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(&m->word, &w,
-			(w & FUTEX_WAITERS) | FUTEX_OWNER_DIED, memory_order_release,
-			memory_order_relaxed))
-		;
-	if (w & FUTEX_WAITERS)
-		pshared_wake(&m->word, 1);
+	while ((w & FUTEX_TID_MASK) == tid) {
+		if (atomic_compare_exchange_weak_explicit(&m->word, &w,
+				(w & FUTEX_WAITERS) | FUTEX_OWNER_DIED, memory_order_release,
+				memory_order_relaxed)) {
+			if (w & FUTEX_WAITERS)
+				pshared_wake(&m->word, 1);
+			break;
+		}
+	}
 	vp_kthread_group_end();
 }
 
@@ -193,8 +206,10 @@ static void list_del(struct rmutex *m)
 	struct link *l = &m->link;
 	node_of(l->next)->prev = l->prev;
 	node_of(l->prev)->next = l->next;
+	/* next stays: a kernel walk that stands on this entry (the process
+	 * dying on another kernel thread) goes on to the rest of the list. */
 	atomic_signal_fence(memory_order_seq_cst);
-	l->prev = l->next = NULL;
+	l->prev = NULL;
 }
 
 /* ---- lock, unlock, consistent ------------------------------------------------ */
@@ -252,9 +267,9 @@ static int lock_once(pthread_mutex_t *pm, int kind, int mode, const struct times
 			list_add(m);
 			list_end();
 			atomic_thread_fence(memory_order_seq_cst);
-			if (ppl_unlikely(atomic_load_explicit(&sentinel.word, memory_order_relaxed) &
+			if (ppl_unlikely(atomic_load_explicit(&watch.word, memory_order_relaxed) &
 					 FUTEX_OWNER_DIED))
-				program_dead(m);
+				program_dead(m, tid);
 			atomic_store_explicit(&m->token, tok, memory_order_relaxed);
 			atomic_store_explicit(&m->owner, dead ? INCONSISTENT : (int)tid,
 					      memory_order_relaxed);
