@@ -20,6 +20,7 @@
 #include <sys/times.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
