@@ -23,20 +23,6 @@
 
 extern char **environ;
 
-/* Return the C library's `name` (of type fn_type) called with the
- * arguments on VP 0. */
-#define ON_INITIAL(fn_type, name, ...)                                            \
-	do {                                                                      \
-		static void *_Atomic next;                                        \
-		fn_type *real = (fn_type *)vp_libc_fn(&next, name, NULL);        \
-		struct vproc *home;                                               \
-		bool moved = ppl_initial_enter(&home);                            \
-		int r = real(__VA_ARGS__);                                        \
-		if (moved)                                                        \
-			ppl_initial_leave(home);                                  \
-		return r;                                                         \
-	} while (0)
-
 typedef int execve_fn(const char *, char *const[], char *const[]);
 typedef int execv_fn(const char *, char *const[]);
 typedef int fexecve_fn(int, char *const[], char *const[]);
@@ -45,35 +31,35 @@ typedef int system_fn(const char *);
 
 int ppl_execve(const char *path, char *const argv[], char *const envp[])
 {
-	ON_INITIAL(execve_fn, "execve", path, argv, envp);
+	PPL_ON_INITIAL(execve_fn, "execve", path, argv, envp);
 }
 
 int ppl_execv(const char *path, char *const argv[])
 {
-	ON_INITIAL(execve_fn, "execve", path, argv, environ);
+	PPL_ON_INITIAL(execve_fn, "execve", path, argv, environ);
 }
 
 int ppl_execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	ON_INITIAL(execve_fn, "execvpe", file, argv, envp);
+	PPL_ON_INITIAL(execve_fn, "execvpe", file, argv, envp);
 }
 
 int ppl_execvp(const char *file, char *const argv[])
 {
-	ON_INITIAL(execv_fn, "execvp", file, argv);
+	PPL_ON_INITIAL(execv_fn, "execvp", file, argv);
 }
 
 int ppl_fexecve(int fd, char *const argv[], char *const envp[])
 {
-	ON_INITIAL(fexecve_fn, "fexecve", fd, argv, envp);
+	PPL_ON_INITIAL(fexecve_fn, "fexecve", fd, argv, envp);
 }
 
 int ppl_execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-	ON_INITIAL(execveat_fn, "execveat", dirfd, path, argv, envp, flags);
+	PPL_ON_INITIAL(execveat_fn, "execveat", dirfd, path, argv, envp, flags);
 }
 
 int ppl_system(const char *cmd)
 {
-	ON_INITIAL(system_fn, "system", cmd);
+	PPL_ON_INITIAL(system_fn, "system", cmd);
 }

@@ -156,29 +156,17 @@ int ppl_posix_spawnp(pid_t *restrict pid, const char *restrict file,
 	return spawn_initial(&next, "posix_spawnp", "GLIBC_2.15", pid, file, fa, a, argv, envp);
 }
 
+typedef FILE *popen_fn(const char *, const char *);
+typedef int pclose_fn(FILE *);
+
 FILE *ppl_popen(const char *cmd, const char *mode)
 {
-	static void *_Atomic next;
-	FILE *(*real)(const char *, const char *) =
-		(FILE * (*)(const char *, const char *)) vp_libc_fn(&next, "popen", NULL);
-	struct vproc *home;
-	bool moved = ppl_initial_enter(&home);
-	FILE *f = real(cmd, mode);
-	if (moved)
-		ppl_initial_leave(home);
-	return f;
+	PPL_ON_INITIAL(popen_fn, "popen", cmd, mode);
 }
 
 int ppl_pclose(FILE *f)
 {
-	static void *_Atomic next;
-	int (*real)(FILE *) = (int (*)(FILE *))vp_libc_fn(&next, "pclose", NULL);
-	struct vproc *home;
-	bool moved = ppl_initial_enter(&home);
-	int r = real(f);
-	if (moved)
-		ppl_initial_leave(home);
-	return r;
+	PPL_ON_INITIAL(pclose_fn, "pclose", f);
 }
 
 static bool fork_moved PPL_FORK_STATE; /* the forker moved to VP 0 (fork_parent puts it back) */

@@ -19,6 +19,19 @@ void fork_init(void);
 struct vproc;
 bool ppl_initial_enter(struct vproc **old_home) PPL_HIDDEN;
 void ppl_initial_leave(struct vproc *old_home) PPL_HIDDEN;
+/* In a function's body: return the C library's `name` (of type fn_type,
+ * its default version) called with the arguments on VP 0, as above. */
+#define PPL_ON_INITIAL(fn_type, name, ...)                                        \
+	do {                                                                      \
+		static void *_Atomic next;                                        \
+		fn_type *real = (fn_type *)vp_libc_fn(&next, name, NULL);        \
+		struct vproc *home;                                               \
+		bool moved = ppl_initial_enter(&home);                            \
+		__typeof__(real(__VA_ARGS__)) r = real(__VA_ARGS__);              \
+		if (moved)                                                        \
+			ppl_initial_leave(home);                                  \
+		return r;                                                         \
+	} while (0)
 void ult_cache_atfork(enum fork_phase ph);   /* thread.c: the TCB cache */
 void stack_atfork(enum fork_phase ph);       /* stack.c: the stack arenas */
 /* In the child, after the locks are released: the forking thread becomes

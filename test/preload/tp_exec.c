@@ -134,12 +134,7 @@ static void one(const char *name)
 	close(fd[1]);
 	/* Until every writer is gone: the old program too. */
 	char buf[256];
-	size_t len = 0;
-	ssize_t n;
-	while ((n = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0)
-		len += (size_t)n;
-	CHECK(n == 0);
-	buf[len] = 0;
+	CHECK(tp_read_all(fd[0], buf, sizeof buf) == 0);
 	close(fd[0]);
 	int st;
 	CHECK(waitpid(pid, &st, 0) == pid);

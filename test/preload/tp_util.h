@@ -34,6 +34,18 @@
 		}                                                                    \
 	} while (0)
 
+/* Read fd to its end (or an error) into buf, NUL-terminated; the last
+ * read's result: 0 at the end, -1 on an error. */
+static inline ssize_t tp_read_all(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+	return n;
+}
+
 /* Pin the whole process to the first CPU of its affinity mask, as real
  * programs do to make priorities decide (the priority tests).  Returns it. */
 static inline int tp_pin_first_cpu(void)

@@ -212,11 +212,7 @@ static void end_from_thread(int how, int want_status, int want_sig, int want_lin
 	}
 	close(fds[1]);
 	char buf[256];
-	size_t got = 0;
-	ssize_t r;
-	while ((r = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
-		got += (size_t)r;
-	buf[got] = '\0';
+	(void)tp_read_all(fds[0], buf, sizeof buf);
 	close(fds[0]);
 	int st;
 	CHECK(waitpid(p, &st, 0) == p);
