@@ -13,6 +13,7 @@ import concurrent.futures
 import json
 import math
 import os
+import selectors
 import shutil
 import signal
 import subprocess
@@ -152,6 +153,31 @@ def kill_test(sid, pipe):
                 pass
 
 
+def read_until(f, deadline):
+    """What f gives until its end or the deadline (time.monotonic())."""
+    chunks = []
+    with selectors.DefaultSelector() as sel:
+        sel.register(f, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                break
+            chunk = os.read(f.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b''.join(chunks)
+
+
+def exited(pid, pause):
+    """Whether process pid has ended, leaving it unreaped (its pid stays
+    taken); sleeps pause seconds before saying it has not."""
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if info is None:
+        time.sleep(pause)
+    return info is not None
+
+
 def run_one(t, mode, opts, out, limit, log_kind=None):
     """Run t in mode; returns its result and records it (and its time) in
     t unless log_kind names a re-run, whose log goes there instead."""
@@ -173,25 +199,23 @@ def run_one(t, mode, opts, out, limit, log_kind=None):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          start_new_session=True)
     pipe = os.fstat(p.stdout.fileno()).st_ino
-    try:
-        output, _ = p.communicate(timeout=limit)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
+    output, done = read_until(p.stdout, start + limit), False
+    while not done and time.monotonic() < start + limit:
+        done = exited(p.pid, 0.01)
+    if not done:
         kill_test(p.pid, pipe)
-        try:
-            output, _ = p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            # Still held open by something kill_test could not reach: stop
-            # reading rather than wait for ever (the log loses the output).
-            p.kill()
-            p.stdout.close()
-            p.wait()
-            output = b''
-        rc = None
+        # Anything still holding the pipe after that is out of reach: stop
+        # reading after 10 s rather than wait for ever.
+        output += read_until(p.stdout, time.monotonic() + 10)
     secs = time.monotonic() - start
-    # Stray children of a finished test: its session only, since its pipe
-    # is closed and its inode may already be another test's.
+    # Stray children of a finished test, by its session only (its pipe's
+    # inode may already be another test's).  The test is reaped only after
+    # that: until then no other process can take its pid, which a new test
+    # (a session of its own) would also have as its session id.
     kill_test(p.pid, None)
+    p.stdout.close()
+    p.wait()
+    rc = p.returncode if done else None
     shutil.rmtree(work, ignore_errors=True)
     if rc is None:
         res = 'TIMEOUT'
