@@ -155,6 +155,9 @@ _Static_assert(sizeof(struct unwind_buf) == sizeof(__pthread_unwind_buf_t), "unw
 extern bool tls_libc_cancel __attribute__((visibility("hidden")));
 /* The main thread's descriptor (its original block). */
 void *tls_main_block(void);
+/* glibc's robust-list head in the block of thread pointer tp, which NPTL
+ * registers for each thread; NULL with shared TLS. */
+void *tls_robust_head(void *tp);
 /* Replace the `clear` bits of tp's cancelhandling with `set`; the old word. */
 int tls_cancel_bits(void *tp, int clear, int set);
 /* A new thread's descriptor, before the thread can be cancelled (after

@@ -885,6 +885,11 @@ static void libc_cancel_init(void)
 #endif
 }
 
+void *tls_robust_head(void *tp)
+{
+	return tls_per_thread && L != NULL && tp != NULL ? (char *)tp + L->robust_head : NULL;
+}
+
 void *tls_main_block(void)
 {
 	/* glibc registers its own buffer for the main thread just before

@@ -135,6 +135,7 @@ void robust_fork_child(void)
 	/* Only the forking thread survives, and it holds nothing here (the
 	 * words of its mutexes hold the parent's tid, as on NPTL). */
 	ult_self()->robust_held = 0;
+	robust_list_fork_child();
 	robust_init();
 }
 

@@ -25,4 +25,11 @@ void robust_thread_exit(struct ult *self);
 void robust_init(void);
 void robust_fork_child(void);
 
+/* A thread's robust list set by raw system call, walked at its end as the
+ * kernel walks a dying kernel thread's (robustlist.c). */
+void robust_list_exit(struct ult *self);
+/* The kernel gives a fork child no robust list, and glibc registers its
+ * own head again: heads set by raw system call are forgotten. */
+void robust_list_fork_child(void);
+
 #endif

@@ -119,6 +119,7 @@ static struct ult *tcb_get(bool fresh)
 	t->landing = NULL;
 	t->fork_gen = ppl_rt.fork_gen;
 	t->robust_held = 0;
+	t->robust_own = false;
 	atomic_store_explicit(&t->state, ULT_RUNNING, memory_order_relaxed);
 	return t;
 }
@@ -578,6 +579,8 @@ _Noreturn void ult_finish(struct ult *self)
 	/* What the kernel does for a dying kernel thread's robust list. */
 	if (self->robust_held != 0)   /* the call sets up a stack canary */
 		robust_thread_exit(self);
+	if (self->robust_own)   /* one of its own, by raw system call */
+		robust_list_exit(self);
 	/* PI/PP mutexes it exits holding (undefined): forget them. */
 	if (self->prio_nheld != 0)
 		prio_thread_exit(self);

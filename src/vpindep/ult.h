@@ -62,6 +62,8 @@ struct ult {
 	bool inherit_sched;
 	bool bound_late;           /* bound after it first ran (its CPU set):
 				    * gettid() keeps the id it had (threadid.c) */
+	bool robust_own;           /* a robust-list head of its own, by raw
+				    * set_robust_list (robustlist.c) */
 	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
 	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
 	_Atomic bool async_owed;   /* an asynchronous request the monitor watches

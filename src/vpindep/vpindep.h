@@ -52,6 +52,11 @@ void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version);
  * threadid.c). */
 pid_t ppl_tid_unless_kernel(void);
 bool ppl_tid_is_user_thread(pid_t id);
+/* The raw set_robust_list and get_robust_list for a user thread
+ * (robustlist.c): 0, an errno value, or -1 when the kernel answers (a
+ * kernel thread that is not a user thread's, or one of its own). */
+int ppl_robust_list_set(void *head, size_t len);
+int ppl_robust_list_get(pid_t tid, void **head, size_t *len);
 /* After a successful dlopen: initialise new static TLS in user threads. */
 void ppl_after_dlopen(void);
 /* After dlclose: the TLS modules may have changed. */
