@@ -4,8 +4,9 @@
  * number goes straight to the kernel (vp_syscall6).
  *
  * A user thread scheduled M:N has no kernel thread of its own (threadid.c):
- * gettid, set_tid_address, {set,get}_robust_list and a tid in tkill, tgkill,
- * sched_* and {get,set}priority mean the user thread, as through libppl's wrappers of
+ * gettid, set_tid_address, {set,get}_robust_list, rt_sigprocmask,
+ * sigaltstack and a tid in tkill, tgkill, sched_* and {get,set}priority
+ * mean the user thread, as through libppl's wrappers of
  * the same calls (stress-ng's pthread stressor compares gettid() with what
  * a raw set_tid_address returns; a raw sched_setaffinity(0, ...) must not
  * pin the VP).  getpid, getppid and kill are the program's ids on every VP
@@ -49,9 +50,9 @@ static long getpriority_raw(int which, id_t who)
 	return 20 - nice;
 }
 
-/* The robust-list calls: the user thread's answer (0 or an errno value),
- * or the kernel's (-1: not a user thread's). */
-static long robust_answer(int r, long nr, long a, long b, long c)
+/* The user thread's answer (0 or an errno value), or the kernel's (-1:
+ * not a user thread's to give), as syscall() returns it. */
+static long answer(int r, long nr, long a, long b, long c)
 {
 	if (r < 0)
 		return vp_syscall6_user(nr, a, b, c, 0, 0, 0);
@@ -94,9 +95,14 @@ long export_syscall(long nr, ...)
 	case SYS_kill:
 		return ppl_kill((pid_t)a, (int)b);
 	case SYS_set_robust_list:
-		return robust_answer(ppl_robust_list_set((void *)a, (size_t)b), nr, a, b, c);
+		return answer(ppl_robust_list_set((void *)a, (size_t)b), nr, a, b, c);
 	case SYS_get_robust_list:
-		return robust_answer(ppl_robust_list_get((pid_t)a, (void **)b, (size_t *)c), nr, a, b, c);
+		return answer(ppl_robust_list_get((pid_t)a, (void **)b, (size_t *)c), nr, a, b, c);
+	case SYS_rt_sigprocmask:
+		return answer(ppl_rt_sigprocmask((int)a, (const void *)b, (void *)c, (size_t)d), nr, a,
+			      b, c);
+	case SYS_sigaltstack:
+		return ppl_sigaltstack((const stack_t *)a, (stack_t *)b);
 	case SYS_sched_setaffinity:
 		return ppl_sched_setaffinity((pid_t)a, (size_t)b, (const cpu_set_t *)c);
 	case SYS_sched_getaffinity:

@@ -725,6 +725,19 @@ int ppl_epoll_pwait(int fd, struct epoll_event *ev, int n, int ms, const sigset_
 	return r;
 }
 
+/* The raw rt_sigprocmask (src/preload/syscall.c), with the kernel's 8-byte
+ * sets: the calling user thread's mask, not its VP's. */
+int ppl_rt_sigprocmask(int how, const void *set, void *old, size_t size)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	if (size != sizeof(uint64_t))
+		return EINVAL;
+	if (set != NULL && vp_copy_in(&s, set, sizeof(uint64_t)) != 0)
+		return EFAULT;
+	return ppl_pthread_sigmask(how, set != NULL ? &s : NULL, old);
+}
+
 int ppl_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	int err = ppl_pthread_sigmask(how, set, old);

@@ -57,6 +57,8 @@ bool ppl_tid_is_user_thread(pid_t id);
  * kernel thread that is not a user thread's, or one of its own). */
 int ppl_robust_list_set(void *head, size_t len);
 int ppl_robust_list_get(pid_t tid, void **head, size_t *len);
+/* The raw rt_sigprocmask (signal.c): 0 or an errno value. */
+int ppl_rt_sigprocmask(int how, const void *set, void *old, size_t size);
 /* After a successful dlopen: initialise new static TLS in user threads. */
 void ppl_after_dlopen(void);
 /* After dlclose: the TLS modules may have changed. */
