@@ -127,6 +127,19 @@ def write_log(out, kind, name, text):
         f.write(text)
 
 
+def stat_of(path):
+    """A /proc stat file as (comm, fields after it); fields[3] is the
+    session (field 6 of proc(5))."""
+    with open(path) as f:
+        head, rest = f.read().rsplit(')', 1)
+    return head.split('(', 1)[1], rest.split()
+
+
+def processes():
+    """The pids in /proc, ascending, but this runner's own."""
+    return sorted((int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))
+
+
 def kill_test(sid, pipe):
     """SIGKILL what is left of a test: every process of session sid (the
     test's process group and the groups its children made for themselves:
@@ -135,21 +148,17 @@ def kill_test(sid, pipe):
     session of its own), whose output would otherwise be waited for
     (pipe: the inode of its output pipe, while it is still open, or None)."""
     target = 'pipe:[%d]' % pipe if pipe is not None else None
-    for pid in os.listdir('/proc'):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
+    for pid in processes():
         try:
-            with open('/proc/%s/stat' % pid) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-            mine = int(fields[3]) == sid   # field 6 of proc(5), the session
+            mine = int(stat_of('/proc/%d/stat' % pid)[1][3]) == sid
             if not mine and target is not None:
-                fds = '/proc/%s/fd' % pid
+                fds = '/proc/%d/fd' % pid
                 mine = any(os.readlink(os.path.join(fds, fd)) == target for fd in os.listdir(fds))
         except (OSError, IndexError, ValueError):
             continue
         if mine:
             try:
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
@@ -161,16 +170,14 @@ def session_report(sid):
     the stall this kernel shows under NPTL too (a child's exit_mmap
     waiting for a file mapping's lock for seconds)."""
     lines, stalled = [], False
-    for pid in sorted((p for p in os.listdir('/proc') if p.isdigit()), key=int):
+    for pid in processes():
         try:
-            with open('/proc/%s/stat' % pid) as f:
-                if int(f.read().rsplit(')', 1)[1].split()[3]) != sid:
-                    continue
-            for tid in sorted(os.listdir('/proc/%s/task' % pid), key=int):
-                task = '/proc/%s/task/%s/' % (pid, tid)
-                with open(task + 'stat') as f:
-                    head, rest = f.read().rsplit(')', 1)
-                state = rest.split()[0]
+            if int(stat_of('/proc/%d/stat' % pid)[1][3]) != sid:
+                continue
+            for tid in sorted(os.listdir('/proc/%d/task' % pid), key=int):
+                task = '/proc/%d/task/%s/' % (pid, tid)
+                comm, fields = stat_of(task + 'stat')
+                state = fields[0]
                 with open(task + 'wchan') as f:
                     wchan = f.read().strip()
                 try:
@@ -178,8 +185,8 @@ def session_report(sid):
                         stack = [l.split()[-1] for l in f.read().splitlines() if l.strip()]
                 except OSError:
                     stack = []   # not root
-                lines.append('  pid %s tid %s (%s) state %s wchan %s: %s' % (
-                    pid, tid, head.split('(', 1)[1], state, wchan or '-', ' < '.join(stack[:8])))
+                lines.append('  pid %d tid %s (%s) state %s wchan %s: %s' % (
+                    pid, tid, comm, state, wchan or '-', ' < '.join(stack[:8])))
                 stalled |= state == 'D' and any(fn.startswith('do_exit') for fn in stack)
         except (OSError, IndexError, ValueError):
             continue

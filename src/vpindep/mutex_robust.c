@@ -183,22 +183,25 @@ static void list_add(struct rmutex *m)
 	s->next = &l->next;
 }
 
+void robust_word_dead(_Atomic uint32_t *word, uint32_t w, uint32_t tid, bool pi)
+{
+	while ((w & FUTEX_TID_MASK) == tid) {
+		if (atomic_compare_exchange_weak_explicit(word, &w, (w & FUTEX_WAITERS) | FUTEX_OWNER_DIED,
+							  memory_order_release, memory_order_relaxed)) {
+			if (!pi && (w & FUTEX_WAITERS))
+				pshared_wake(word, 1);
+			return;
+		}
+	}
+}
+
 /* The initial kernel thread is dead and the kernel's walk of rl may be
  * past: m, just taken, is released as the kernel releases a dead owner's
  * (unless the walk found it: then it may be another's already), and this
  * kernel thread's process ends as the program's did. */
 static _Noreturn void program_dead(struct rmutex *m, uint32_t tid)
 {
-	uint32_t w = atomic_load_explicit(&m->word, memory_order_relaxed);
-	while ((w & FUTEX_TID_MASK) == tid) {
-		if (atomic_compare_exchange_weak_explicit(&m->word, &w,
-				(w & FUTEX_WAITERS) | FUTEX_OWNER_DIED, memory_order_release,
-				memory_order_relaxed)) {
-			if (w & FUTEX_WAITERS)
-				pshared_wake(&m->word, 1);
-			break;
-		}
-	}
+	robust_word_dead(&m->word, atomic_load_explicit(&m->word, memory_order_relaxed), tid, false);
 	vp_kthread_group_end();
 }
 

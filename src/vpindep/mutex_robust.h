@@ -5,6 +5,9 @@
 #define PPL_MUTEX_ROBUST_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 struct ult;
@@ -25,6 +28,10 @@ void robust_thread_exit(struct ult *self);
 void robust_init(void);
 void robust_fork_child(void);
 
+/* The kernel's release of a dead owner's robust word (handle_futex_death):
+ * while *word (last read as w) holds tid it becomes FUTEX_OWNER_DIED with
+ * FUTEX_WAITERS kept, and one waiter is woken unless the word is PI's. */
+void robust_word_dead(_Atomic uint32_t *word, uint32_t w, uint32_t tid, bool pi);
 /* A thread's robust list set by raw system call, walked at its end as the
  * kernel walks a dying kernel thread's (robustlist.c). */
 void robust_list_exit(struct ult *self);

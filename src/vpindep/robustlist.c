@@ -5,8 +5,8 @@
  * kernel thread's head is libppl's own list (mutex_robust.c), so a user
  * thread's head is its own: by default glibc's in its TLS block, the
  * one NPTL registers for each thread (NULL with shared TLS, where glibc's
- * is the VP's); one set by raw system call is kept beside it.  When the thread ends, its list is walked as the kernel's
- * exit_robust_list does.  stress-ng's pthread stressor reads its head, sets
+ * is the VP's); one set by raw system call is kept beside it.  When the
+ * thread ends, its list is walked as the kernel's exit_robust_list does.  stress-ng's pthread stressor reads its head, sets
  * one on its stack and sets the old one back: on the VP's kernel thread the
  * next thread read the first one's stack, gone by then (SIGSEGV). */
 #include <errno.h>
@@ -18,6 +18,7 @@
 
 #include "glibcabi.h"
 #include "mutex_robust.h"
+#include "parklot.h"
 #include "scheduler.h"
 #include "thread.h"
 #include "ult.h"
@@ -83,21 +84,19 @@ int ppl_robust_list_set(void *head, size_t len)
 		free(take(self));
 		return 0;
 	}
-	struct own_head *fresh = self->robust_own ? NULL : malloc(sizeof *fresh);
-	if (!self->robust_own && fresh == NULL)
+	/* Only the thread itself adds or changes its entry. */
+	struct own_head *e = self->robust_own ? NULL : malloc(sizeof *e);
+	if (!self->robust_own && e == NULL)
 		return ENOMEM;
 	spin_lock(&heads_lock);
-	struct own_head **p = entry_of(self);
-	if (*p == NULL) {
-		*fresh = (struct own_head){ .t = self, .head = head, .next = heads };
-		heads = fresh;
-		fresh = NULL;
-		self->robust_own = true;
+	if (self->robust_own) {
+		(*entry_of(self))->head = head;
 	} else {
-		(*p)->head = head;
+		*e = (struct own_head){ .t = self, .head = head, .next = heads };
+		heads = e;
+		self->robust_own = true;
 	}
 	spin_unlock(&heads_lock);
-	free(fresh);
 	return 0;
 }
 
@@ -125,27 +124,19 @@ void robust_list_fork_child(void)
 	ult_self()->robust_own = false;
 }
 
-/* The kernel's handle_futex_death: a word that still holds the dead
- * thread's id gets FUTEX_OWNER_DIED (FUTEX_WAITERS kept) and one waiter is
- * woken; a pending operation's word of 0 is woken too. */
+/* The kernel's handle_futex_death on the word at addr, read safely first
+ * (a bad pointer ends it, as a fault does in the kernel); a pending
+ * operation's word of 0 is woken too. */
 static void futex_death(uintptr_t addr, uint32_t tid, bool pi, bool pending)
 {
 	_Atomic uint32_t *word = (_Atomic uint32_t *)addr;
 	uint32_t v;
-	if (addr % sizeof v != 0)
+	if (addr % sizeof v != 0 || vp_copy_in(&v, (void *)addr, sizeof v) != 0)
 		return;
-	do {
-		if (vp_copy_in(&v, (void *)addr, sizeof v) != 0)
-			return;
-		if (pending && !pi && v == 0) {
-			futex_wake_shared(word, 1);
-			return;
-		}
-		if ((v & FUTEX_TID_MASK) != tid)
-			return;
-	} while (!atomic_compare_exchange_strong(word, &v, (v & FUTEX_WAITERS) | FUTEX_OWNER_DIED));
-	if (!pi && (v & FUTEX_WAITERS))
-		futex_wake_shared(word, 1);
+	if (pending && !pi && v == 0)
+		pshared_wake(word, 1);
+	else
+		robust_word_dead(word, v, tid, pi);
 }
 
 static bool fetch(uintptr_t at, uintptr_t *entry, bool *pi)
