@@ -173,8 +173,10 @@ def session_report(sid):
     lines, stalled = [], False
     for pid in processes():
         try:
-            if int(stat_of('/proc/%d/stat' % pid)[1][3]) != sid:
+            fields = stat_of('/proc/%d/stat' % pid)[1]
+            if int(fields[3]) != sid:
                 continue
+            parent = fields[1]   # a forked child, or a VP process (its manager's)
             for tid in sorted(os.listdir('/proc/%d/task' % pid), key=int):
                 task = '/proc/%d/task/%s/' % (pid, tid)
                 comm, fields = stat_of(task + 'stat')
@@ -186,8 +188,8 @@ def session_report(sid):
                         stack = [l.split()[-1] for l in f.read().splitlines() if l.strip()]
                 except OSError:
                     stack = []   # not root
-                lines.append('  pid %d tid %s (%s) state %s wchan %s: %s' % (
-                    pid, tid, comm, state, wchan or '-', ' < '.join(stack[:8])))
+                lines.append('  pid %d (parent %s) tid %s (%s) state %s wchan %s: %s' % (
+                    pid, parent, tid, comm, state, wchan or '-', ' < '.join(stack[:8])))
                 stalled |= state == 'D' and any(fn.startswith('do_exit') for fn in stack)
         except (OSError, IndexError, ValueError):
             continue
