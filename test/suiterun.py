@@ -71,6 +71,11 @@ class NativeCache:
             pass
         return None
 
+    def last_secs(self, name):
+        """NPTL's time for name in the last run, whatever its executable
+        (an order, not a result); 0 if unknown."""
+        return self.entries.get(name, {}).get('secs', 0)
+
     def put(self, name, exe, result, secs):
         if exe in (None, 'BUILD_FAIL'):
             return
@@ -173,10 +178,10 @@ def session_report(sid):
     lines, stalled = [], False
     for pid in processes():
         try:
-            fields = stat_of('/proc/%d/stat' % pid)[1]
-            if int(fields[3]) != sid:
+            proc = stat_of('/proc/%d/stat' % pid)[1]
+            if int(proc[3]) != sid:
                 continue
-            parent = fields[1]   # a forked child, or a VP process (its manager's)
+            parent = proc[1]   # a forked child's, or a VP process's (its manager's)
             for tid in sorted(os.listdir('/proc/%d/task' % pid), key=int):
                 task = '/proc/%d/task/%s/' % (pid, tid)
                 comm, fields = stat_of(task + 'stat')
@@ -215,21 +220,13 @@ class KillTrace:
         d = os.path.join(self.BASE, 'instances', 'ppl-suiterun-%d' % os.getpid())
         try:
             os.mkdir(d)
+            self.dir = d
             event = os.path.join(d, 'events', 'signal', 'signal_generate')
             for name, value in (('filter', 'sig == 9'), ('enable', '1')):
                 with open(os.path.join(event, name), 'w') as f:
                     f.write(value)
         except OSError:
-            self.close_dir(d)
-            return
-        self.dir = d
-
-    @staticmethod
-    def close_dir(d):
-        try:
-            os.rmdir(d)   # the kernel frees an instance on rmdir
-        except OSError:
-            pass
+            self.close()
 
     def senders(self, pid):
         """The trace's lines of a SIGKILL to pid: the sender is the task at
@@ -246,7 +243,10 @@ class KillTrace:
 
     def close(self):
         if self.dir is not None:
-            self.close_dir(self.dir)
+            try:
+                os.rmdir(self.dir)   # the kernel frees an instance on rmdir
+            except OSError:
+                pass
             self.dir = None
 
 
@@ -452,25 +452,21 @@ def run_all(tests, known, opts, out, tag):
     opts.native = NativeCache(out)
     opts.kill_trace = KillTrace()
     try:
-        return run_and_report(tests, known, opts, out, tag, start)
+        # Longest first, by NPTL's time in the last run where there was one,
+        # so that a long test does not start last and run alone at the end.
+        longest = sorted(tests, key=lambda t: opts.native.last_secs(t.name), reverse=True)
+        parallel(run_test, longest, opts, out, 'run')
+        for t in tests:
+            opts.native.put(t.name, t.exe['native'], t.result['native'], t.secs.get('native', 0))
+        opts.native.save()
+        again = [t for t in tests if t.result['native'] == 'PASS' and t.name not in known and
+                 any(t.result[m] != 'PASS' for m in MODES[1:])]
+        if again and opts.rounds:
+            print('%s: re-running %d test(s) libppl failed, with NPTL, up to %d rounds' %
+                  (tag, len(again), opts.rounds), flush=True)
+            parallel(recheck, again, opts, out, 'recheck')
     finally:
-        opts.kill_trace.close()
-
-
-def run_and_report(tests, known, opts, out, tag, start):
-    # Longest first, by NPTL's time in the last run where there was one,
-    # so that a long test does not start last and run alone at the end.
-    last = lambda t: opts.native.entries.get(t.name, {}).get('secs', 0)
-    parallel(run_test, sorted(tests, key=last, reverse=True), opts, out, 'run')
-    for t in tests:
-        opts.native.put(t.name, t.exe['native'], t.result['native'], t.secs.get('native', 0))
-    opts.native.save()
-    again = [t for t in tests if t.result['native'] == 'PASS' and t.name not in known and
-             any(t.result[m] != 'PASS' for m in MODES[1:])]
-    if again and opts.rounds:
-        print('%s: re-running %d test(s) libppl failed, with NPTL, up to %d rounds' %
-              (tag, len(again), opts.rounds), flush=True)
-        parallel(recheck, again, opts, out, 'recheck')
+        opts.kill_trace.close()   # the re-runs are traced too
     return report(tests, known, out, time.monotonic() - start)
 
 
