@@ -468,6 +468,18 @@ void vp_set_sigmask(uint64_t mask)
 	}
 }
 
+uint64_t vp_block_sigmask(uint64_t add)
+{
+	uint64_t was = 0;
+	vp_syscall(SYS_rt_sigprocmask, SIG_BLOCK, &add, &was, sizeof add);
+	struct vp *vp = current;
+	if (vp != NULL) {
+		vp->kmask = was | add;
+		vp_kstate_changed();
+	}
+	return was;
+}
+
 uint64_t vp_get_sigmask(void)
 {
 	uint64_t mask = 0;

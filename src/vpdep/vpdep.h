@@ -236,6 +236,9 @@ int vp_class_self(void);
 void vp_set_sigmask(uint64_t mask);
 /* The calling kernel thread's blocked set. */
 uint64_t vp_get_sigmask(void);
+/* Add `add` to the calling kernel thread's blocked set (recorded as
+ * vp_set_sigmask does); returns the set before: one system call. */
+uint64_t vp_block_sigmask(uint64_t add);
 /* The kernel's sigaltstack on the calling kernel thread (-1 and errno). */
 int vp_sigaltstack(const stack_t *ss, stack_t *old);
 /* Give the calling VP's kernel thread the alternate stack ss (a user

@@ -97,6 +97,9 @@ struct sig_frame {
 	bool in, held;   /* the outer frame's, if nested */
 };
 struct ult *sig_frame_enter(struct sig_frame *f);
+/* The application's signals such a frame holds off (all but the faults and
+ * those no mask blocks). */
+uint64_t sig_held_set(void);
 void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc);
 /* signal.c: a call with a temporary mask (sigsuspend, ppoll, pselect,
  * epoll_pwait) publishes the signals it unblocks (ult.sigwaiting) while it

@@ -182,7 +182,7 @@ static void default_action(int sig)
  * stack has the room it has on NPTL, where the kernel calls it directly;
  * this decision's frame and its callees' are gone by then). */
 __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void *uc, int flags,
-						   uint64_t *was)
+						   uint64_t kmask, uint64_t *was)
 {
 	if (vp_signal_defer(sig, si, uc)) {
 		/* The kernel reset the action on this delivery: the one it
@@ -255,9 +255,8 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 	 * instead of running with the handler's. */
 	struct vp *vp = vp_current();
 	if (vp != NULL) {
-		uint64_t kmask = vp_get_sigmask();
-		vp_note_sigmask(vp, kmask);
-		/* And in the thread: it keeps it wherever it resumes.  Inside
+		/* (The trampoline installs kmask, the kernel's, as it calls the
+		 * handler.)  And in the thread: it keeps it wherever it resumes.  Inside
 		 * sigsuspend, ppoll and the like the kernel built it on the
 		 * call's mask (the frame's uc_sigmask is the one before the
 		 * call), so a signal the call opens may still nest, as on NPTL. */
@@ -274,6 +273,18 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 	return true;
 }
 
+/* sigreturn gives this kernel thread (maybe another one than the handler
+ * began on by now) the mask of the interrupted code: say so in its VP. */
+static void note_sigreturn_mask(const void *uc)
+{
+	struct vp *vp = vp_current();
+	if (vp != NULL) {
+		uint64_t m;
+		memcpy(&m, &((const ucontext_t *)uc)->uc_sigmask, sizeof m);
+		vp_note_sigmask(vp, m);
+	}
+}
+
 __attribute__((noinline)) static void tramp_after(void *uc, uint64_t was)
 {
 	struct sig_frame f;
@@ -282,28 +293,49 @@ __attribute__((noinline)) static void tramp_after(void *uc, uint64_t was)
 		sig_handler_end(self, was, true);
 	preempt_handler_leave(uc);   /* an owed preemption: may switch out */
 	sig_frame_leave(self, &f, uc);
-	/* sigreturn gives this kernel thread (maybe another one by now) the
-	 * mask of the interrupted code. */
-	struct vp *vp = vp_current();
-	if (vp != NULL) {
-		uint64_t m;
-		memcpy(&m, &((ucontext_t *)uc)->uc_sigmask, sizeof m);
-		vp_note_sigmask(vp, m);
-	}
+	note_sigreturn_mask(uc);
 }
 
+/* The application's other signals wait while libppl decides where this
+ * one runs: one landing in the decision would stack its kernel frame
+ * (about 3 KiB with this CPU's xsave area) on this one's, under libppl's
+ * frames, before any handler ran, and two such nested in one thread on a
+ * PTHREAD_STACK_MIN stack overflowed it (the Open POSIX test
+ * pthread_detach/4-3, signals sent to the process in a loop, on the
+ * process backend, whose getpid is a system call in that window).  The
+ * handler then runs with the mask the kernel gave this frame. */
 static void trampoline(int sig, siginfo_t *si, void *uc)
 {
+	uint64_t kmask = vp_block_sigmask(sig_held_set());
 	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
 	uint64_t was = NO_THREAD_MASK;   /* the thread's mask, back after the handler */
-	if (!tramp_decide(sig, si, uc, flags, &was))
+	if (!tramp_decide(sig, si, uc, flags, kmask, &was)) {
+		note_sigreturn_mask(uc);
 		return;
+	}
+	vp_set_sigmask(kmask);
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
 	tramp_after(uc, was);
+}
+
+/* The handler, and a ucontext for one that takes three arguments, whose
+ * uc_sigmask is the mask its return gives back (`was`).  Not inlined: the
+ * ucontext (about 1 KiB) is off the stack when sig_handler_end unblocks
+ * what waited, which the kernel then delivers at the caller's depth. */
+__attribute__((noinline)) static void run_taken_handler(int sig, siginfo_t *si,
+							const struct sigaction *a, uint64_t was)
+{
+	ucontext_t uc;
+	getcontext(&uc);
+	memcpy(&uc.uc_sigmask, &was, sizeof was);
+	if (a->sa_flags & SA_SIGINFO)
+		a->sa_sigaction(sig, si, &uc);
+	else
+		a->sa_handler(sig);
 }
 
 void sig_run_taken(struct ult *self, int sig, siginfo_t *si, uint64_t base)
@@ -330,13 +362,11 @@ void sig_run_taken(struct ult *self, int sig, siginfo_t *si, uint64_t base)
 	 * while it runs, the thread's mask again after (maybe on another VP
 	 * by then). */
 	uint64_t was = sig_handler_begin(self, base, handler_blocks(sig, &a));
-	ucontext_t uc;
-	getcontext(&uc);
+	/* On the kernel thread too before anything else enters the kernel
+	 * (getcontext does): a signal the handler's mask blocks would land
+	 * there and stack its frame under the handler's. */
 	vp_set_sigmask(self->sigmask);
-	if (a.sa_flags & SA_SIGINFO)
-		a.sa_sigaction(sig, si, &uc);
-	else
-		a.sa_handler(sig);
+	run_taken_handler(sig, si, &a, was);
 	sig_handler_end(self, was, false);
 }
 

@@ -146,6 +146,11 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 #define SIG_FAULTS (bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP) | bit(SIGSYS))
 #define SIG_HELD (~(SIG_UNBLOCKABLE | SIG_FAULTS))
 
+uint64_t sig_held_set(void)
+{
+	return SIG_HELD;
+}
+
 /* What self's mask lets in, sent to it or claimed for the process, raised
  * on this kernel thread, whose mask holds them until the handler frame's
  * sigreturn. */
@@ -174,8 +179,11 @@ struct ult *sig_frame_enter(struct sig_frame *f)
 	self->in_sigframe = true;
 	self->sigframe_held = false;
 	/* Signals sent meanwhile wait too: a poke landing in the rest of
-	 * the handler (before or after a switch) would nest its frame. */
-	vp_set_sigmask(vp_kmask(&v->vp) | SIG_HELD);
+	 * the handler (before or after a switch) would nest its frame.  (The
+	 * trampoline holds them already when it does not run the handler.) */
+	uint64_t k = vp_kmask(&v->vp);
+	if ((k | SIG_HELD) != k)
+		vp_set_sigmask(k | SIG_HELD);
 	return self;
 }
 
