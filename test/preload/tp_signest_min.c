@@ -57,15 +57,9 @@ static void handler(int sig)
 static void *worker(void *arg)
 {
 	(void)arg;
-	pthread_attr_t a;
-	void *lo;
-	size_t size;
-	CHECK_OK(pthread_getattr_np(pthread_self(), &a));
-	CHECK_OK(pthread_attr_getstack(&a, &lo, &size));
-	pthread_attr_destroy(&a);
 	volatile char here;
-	stack_lo = lo;
-	note_min(&room_fn, (long)((char *)&here - (char *)lo));
+	stack_lo = tp_stack_lo();
+	note_min(&room_fn, (long)((char *)&here - stack_lo));
 	CHECK_OK(pthread_sigmask(SIG_UNBLOCK, &usersigs, NULL));
 	CHECK_OK(pthread_detach(pthread_self()));
 	CHECK_OK(pthread_sigmask(SIG_BLOCK, &usersigs, NULL));
@@ -96,13 +90,7 @@ static void *sender(void *arg)
 	while (!atomic_load(&stop)) {
 		/* The last signal may stay pending while no worker exists:
 		 * send again after a while (4-3 hangs there). */
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = tp_in_ms(CLOCK_REALTIME, 50);
 		(void)sem_timedwait(&posted[i], &ts);
 		CHECK(kill(getpid(), i ? SIGUSR2 : SIGUSR1) == 0);
 	}

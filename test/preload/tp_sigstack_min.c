@@ -41,14 +41,8 @@ static void handler(int sig)
 static void *worker(void *arg)
 {
 	long id = (long)arg;
-	pthread_attr_t a;
-	void *lo;
-	size_t size;
-	CHECK_OK(pthread_getattr_np(pthread_self(), &a));
-	CHECK_OK(pthread_attr_getstack(&a, &lo, &size));
-	pthread_attr_destroy(&a);
 	volatile char here;
-	long room = (long)((char *)&here - (char *)lo);
+	long room = (long)((char *)&here - tp_stack_lo());
 	long cur = atomic_load(&room_fn);
 	while (room < cur && !atomic_compare_exchange_weak(&room_fn, &cur, room))
 		;

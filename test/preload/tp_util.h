@@ -97,6 +97,18 @@ static inline struct timespec tp_in_ms(clockid_t clk, long ms)
 	return ts;
 }
 
+/* The lowest address of the calling thread's stack (pthread_getattr_np). */
+static inline char *tp_stack_lo(void)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t size;
+	CHECK_OK(pthread_getattr_np(pthread_self(), &a));
+	CHECK_OK(pthread_attr_getstack(&a, &lo, &size));
+	pthread_attr_destroy(&a);
+	return (char *)lo;
+}
+
 /* The meson test sets PPL_EXPECT_ULT=1 when the program runs on libppl
  * (relinked or preloaded): then its threads must be user-level threads. */
 static inline int tp_expect_ult(void)
