@@ -100,7 +100,11 @@ struct ult *sig_frame_enter(struct sig_frame *f);
 /* The application's signals such a frame holds off (all but the faults and
  * those no mask blocks). */
 uint64_t sig_held_set(void);
+/* ... and notes the mask the frame's sigreturn gives back (which may be on
+ * another VP's kernel thread than the frame began on) in the VP, as
+ * sig_note_sigreturn does for a handler frame that has no such part. */
 void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc);
+void sig_note_sigreturn(const void *uc);
 /* signal.c: a call with a temporary mask (sigsuspend, ppoll, pselect,
  * epoll_pwait) publishes the signals it unblocks (ult.sigwaiting) while it
  * runs, so that a process-directed one reaches it. */

@@ -191,6 +191,7 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 			struct sigaction k = wrapped_action(&acts.app[sig]);
 			vp_sigaction(sig, &k, NULL);
 		}
+		sig_note_sigreturn(uc);
 		return false;
 	}
 	vp_siginfo_own(si);   /* a VP process's pid is the program's */
@@ -247,42 +248,26 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 		atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_acq_rel);
 	if (h == (void *)SIG_DFL && (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)))
 		default_action(sig);   /* taken by a thread that does not block it */
-	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
+	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN) {
+		sig_note_sigreturn(uc);
 		return false;   /* changed while the signal was on its way */
-	/* The kernel thread runs the handler with its sa_mask added.  Say so
-	 * in the VP: a thread switched in here while the handler is away
-	 * (it yields, parks or is preempted) then installs its own mask
-	 * instead of running with the handler's. */
-	struct vp *vp = vp_current();
-	if (vp != NULL) {
-		/* (The trampoline installs kmask, the kernel's, as it calls the
-		 * handler.)  And in the thread: it keeps it wherever it resumes.  Inside
-		 * sigsuspend, ppoll and the like the kernel built it on the
-		 * call's mask (the frame's uc_sigmask is the one before the
-		 * call), so a signal the call opens may still nest, as on NPTL. */
-		if (here != NULL) {
-			uint64_t base = here->sigmask;
-			if (atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) != 0)
-				base = kmask;
-			*was = sig_handler_begin(here, base,
-						 atomic_load_explicit(&acts.blocks[sig],
-								      memory_order_acquire));
-		}
+	}
+	/* The kernel thread runs the handler with kmask (the trampoline
+	 * installs it, which records it in the VP: a thread switched in while
+	 * the handler is away then installs its own mask instead).  And the
+	 * thread: it keeps it wherever it resumes.  Inside sigsuspend, ppoll
+	 * and the like the kernel built it on the call's mask (the frame's
+	 * uc_sigmask is the one before the call), so a signal the call opens
+	 * may still nest, as on NPTL. */
+	if (here != NULL) {
+		uint64_t base = here->sigmask;
+		if (atomic_load_explicit(&here->sigwaiting, memory_order_relaxed) != 0)
+			base = kmask;
+		*was = sig_handler_begin(here, base,
+					 atomic_load_explicit(&acts.blocks[sig], memory_order_acquire));
 	}
 	preempt_handler_enter(uc);
 	return true;
-}
-
-/* sigreturn gives this kernel thread (maybe another one than the handler
- * began on by now) the mask of the interrupted code: say so in its VP. */
-static void note_sigreturn_mask(const void *uc)
-{
-	struct vp *vp = vp_current();
-	if (vp != NULL) {
-		uint64_t m;
-		memcpy(&m, &((const ucontext_t *)uc)->uc_sigmask, sizeof m);
-		vp_note_sigmask(vp, m);
-	}
 }
 
 __attribute__((noinline)) static void tramp_after(void *uc, uint64_t was)
@@ -293,7 +278,6 @@ __attribute__((noinline)) static void tramp_after(void *uc, uint64_t was)
 		sig_handler_end(self, was, true);
 	preempt_handler_leave(uc);   /* an owed preemption: may switch out */
 	sig_frame_leave(self, &f, uc);
-	note_sigreturn_mask(uc);
 }
 
 /* The application's other signals wait while libppl decides where this
@@ -309,10 +293,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	uint64_t kmask = vp_block_sigmask(sig_held_set());
 	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
 	uint64_t was = NO_THREAD_MASK;   /* the thread's mask, back after the handler */
-	if (!tramp_decide(sig, si, uc, flags, kmask, &was)) {
-		note_sigreturn_mask(uc);
-		return;
-	}
+	if (!tramp_decide(sig, si, uc, flags, kmask, &was))
+		return;   /* it noted the mask sigreturn gives back */
 	vp_set_sigmask(kmask);
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
 	if (flags & SA_SIGINFO)

@@ -187,19 +187,24 @@ struct ult *sig_frame_enter(struct sig_frame *f)
 	return self;
 }
 
+void sig_note_sigreturn(const void *uc)
+{
+	struct vp *vp = vp_current();
+	if (vp != NULL) {
+		uint64_t m;
+		memcpy(&m, &((const ucontext_t *)uc)->uc_sigmask, sizeof m);
+		vp_note_sigmask(vp, m);
+	}
+}
+
 void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc)
 {
+	/* sigreturn installs the interrupted code's mask, which lets the
+	 * held signals in. */
+	sig_note_sigreturn(uc);
 	if (self == NULL)
 		return;
 	self->in_sigframe = f->in;
-	struct vproc *v = (struct vproc *)vp_current();
-	if (v != NULL) {
-		/* sigreturn installs the interrupted code's mask, which lets
-		 * the held signals in. */
-		uint64_t m;
-		memcpy(&m, &((const ucontext_t *)uc)->uc_sigmask, sizeof m);
-		vp_note_sigmask(&v->vp, m);
-	}
 	self->sigframe_held = f->held;
 }
 
