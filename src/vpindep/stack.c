@@ -48,8 +48,8 @@
 #define CHUNK_SLOTS 254            /* free slots per chunk (a 2 KiB chunk) */
 #define FIRST_ARENA_SLOTS 8        /* a class's first arena; each next doubles */
 
-/* A class's free slots: a LIFO of their addresses, in chunks.  A slot's
- * address | COLD: its pages, and its guard if a marker, are gone. */
+/* A class's cold free slots: a LIFO of their addresses, in chunks.  A
+ * slot's address | COLD: its pages, and its guard if a marker, are gone. */
 #define COLD 1
 /* A slot's address | HOLE: the slot is unmapped, a hole in its arena
  * (vp_stack_punch), so that the page tables of a run of cold slots go back
@@ -71,9 +71,21 @@ struct size_class {
 	size_t stride;                 /* bytes per slot: [unused][guard][stack] */
 	char *cur, *end;               /* uncarved part of the newest arena */
 	size_t next_slots;             /* slots of the next arena (doubles) */
-	struct free_chunk *free;       /* newest chunk first; none empty */
+	struct free_chunk *free;       /* cold slots, newest chunk first; none empty */
 	size_t nfree;
 };
+
+/* A class's hot free slots (pages and guard in place), apart from the cold
+ * ones so that a take finds them first however many cold slots a burst of
+ * threads left: in one LIFO a hot slot freed before a burst's ended lay
+ * under them all, and every later free went cold, so a program whose
+ * threads came and went by the dozen (quicksort, a thread per partition)
+ * mapped and faulted in a stack for each.  Under `lock`; outside the fork
+ * section: no fork handler touches them. */
+static struct hot_slots {
+	unsigned n;
+	char *slot[HOT_STACKS];
+} hot[CLASS_MAX];
 
 static spin_t lock PPL_FORK_STATE; /* protects classes; held only briefly */
 static struct size_class classes[CLASS_MAX] PPL_FORK_STATE;
@@ -254,6 +266,13 @@ static int alloc(size_t size, size_t guard, struct stack *out)
 		*out = (struct stack){ .guard_lo = m, .guard = guard, .lo = m + guard, .size = size };
 		return 0;
 	}
+	struct hot_slots *h = &hot[c - classes];
+	if (h->n > 0) {
+		char *slot = h->slot[--h->n];
+		spin_unlock(&lock);
+		slot_layout(c, slot, out);
+		return 0;
+	}
 	if (c->free == NULL)
 		return carve_unlock(c, out);
 	for (;;) {
@@ -327,21 +346,28 @@ void stack_free(struct stack *s)
 	stack_vg_deregister(s);
 	spin_lock(&lock);
 	struct size_class *c = class_for(s->size, s->guard);
-	size_t hot = c != NULL && HOT_BYTES / c->stride < HOT_STACKS ? HOT_BYTES / c->stride : HOT_STACKS;
-	bool cold = c != NULL && c->nfree >= hot;
-	bool hole = cold && holes < HOLES_MAX;
-	if (hole)
-		holes++;   /* reserved; given back below if not made */
-	spin_unlock(&lock);
 	if (c == NULL) {
+		spin_unlock(&lock);
 		drop(s);
 		return;
 	}
 	char *slot = (char *)s->lo + s->size - c->stride;
+	struct hot_slots *h = &hot[c - classes];
+	size_t bound = HOT_BYTES / c->stride < HOT_STACKS ? HOT_BYTES / c->stride : HOT_STACKS;
+	if (h->n < bound) {
+		h->slot[h->n++] = slot;
+		spin_unlock(&lock);
+		s->lo = NULL;
+		return;
+	}
+	bool hole = holes < HOLES_MAX;
+	if (hole)
+		holes++;   /* reserved; given back below if not made */
+	spin_unlock(&lock);
 	uintptr_t entry = (uintptr_t)slot;
 	if (hole && vp_stack_punch(slot, c->stride)) {
 		entry |= HOLE;
-	} else if (cold) {
+	} else {
 		/* Before it is listed: then another thread may take it.  A
 		 * guard marker keeps its page table: remove it, so that the
 		 * whole slot, page tables too, goes back. */

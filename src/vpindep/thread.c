@@ -48,9 +48,14 @@
 #define BARE_CACHE 64
 
 static spin_t cache_lock PPL_FORK_STATE;
-static struct ult *cache;          /* recycled TCBs, each maybe with its stack */
+/* Recycled TCBs: those with a stack apart from those without, so that a
+ * create finds a stack first however many bare TCBs a burst left (in one
+ * list the stacked ones, cached first, lay under them all: every thread
+ * after a burst mapped a stack anew). */
+static struct ult *cache;          /* each with its stack */
+static struct ult *bare;           /* without a stack */
 static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks */
-static size_t cache_bare;          /* cached TCBs without a stack */
+static size_t cache_bare;          /* length of `bare` */
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
 
 /* A TCB for a new thread, recycled if one is cached; fresh: one never used
@@ -62,11 +67,12 @@ static struct ult *tcb_get(bool fresh)
 	struct ult *t = NULL;
 	if (!fresh) {
 		spin_lock(&cache_lock);
-		t = cache;
-		if (t) {
+		if ((t = cache) != NULL) {
 			cache = t->cache_next;
-			cache_room += t->stack.size;   /* 0 without a stack */
-			cache_bare -= t->stack.size == 0;
+			cache_room += t->stack.size;
+		} else if ((t = bare) != NULL) {
+			bare = t->cache_next;
+			cache_bare--;
 		}
 		spin_unlock(&cache_lock);
 	}
@@ -160,8 +166,8 @@ static void tcb_put(struct ult *t)
 	 * ldt method's, below 4 GiB) always does: the block goes with it. */
 	spin_lock(&cache_lock);
 	if (t->tls != NULL || cache_bare < BARE_CACHE) {
-		t->cache_next = cache;
-		cache = t;
+		t->cache_next = bare;
+		bare = t;
 		cache_bare++;
 		spin_unlock(&cache_lock);
 		return;
@@ -190,11 +196,14 @@ void ult_recycle(struct ult *t)
 static void tcb_cache_release_stacks(void)
 {
 	spin_lock(&cache_lock);
-	for (struct ult *t = cache; t != NULL; t = t->cache_next)
-		if (t->stack.lo != NULL && !t->stack.user) {
-			stack_release(t);
-			cache_bare++;
-		}
+	while (cache != NULL) {
+		struct ult *t = cache;
+		cache = t->cache_next;
+		stack_release(t);
+		t->cache_next = bare;
+		bare = t;
+		cache_bare++;
+	}
 	cache_room = STACK_CACHE_BYTES;
 	spin_unlock(&cache_lock);
 }
