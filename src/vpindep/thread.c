@@ -58,21 +58,28 @@ static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks 
 static size_t cache_bare;          /* length of `bare` */
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
 
-/* A TCB for a new thread, recycled if one is cached; fresh: one never used
- * (for a kernel thread libppl meets, which the program did not create:
- * it must not take the pthread_t of a thread that has just ended, which
- * a late join or detach still finds detached, as glibc's would). */
-static struct ult *tcb_get(bool fresh)
+/* A TCB for a new thread, recycled if one is cached: one with a stack first
+ * for a thread that takes a pooled stack (pooled_stack), one without first
+ * for a thread on the application's stack or a kernel thread's, which would
+ * give that stack up and leave the C library's state of its TLS block to
+ * be made again (tp_stackslot); fresh: one never used (for a kernel
+ * thread libppl meets, which the program did not create: it must not take
+ * the pthread_t of a thread that has just ended, which a late join or
+ * detach still finds detached, as glibc's would). */
+static struct ult *tcb_get(bool fresh, bool pooled_stack)
 {
 	struct ult *t = NULL;
 	if (!fresh) {
 		spin_lock(&cache_lock);
-		if ((t = cache) != NULL) {
+		if (pooled_stack && (t = cache) != NULL) {
 			cache = t->cache_next;
 			cache_room += t->stack.size;
 		} else if ((t = bare) != NULL) {
 			bare = t->cache_next;
 			cache_bare--;
+		} else if ((t = cache) != NULL) {
+			cache = t->cache_next;
+			cache_room += t->stack.size;
 		}
 		spin_unlock(&cache_lock);
 	}
@@ -249,7 +256,7 @@ struct ult *ult_foreign_self(void)
 	if (is_main_kthread() && (ppl_rt.main_ult.foreign || !atomic_load(&ppl_rt.started))) {
 		t = &ppl_rt.main_ult;
 	} else {
-		t = tcb_get(true);
+		t = tcb_get(true, false);
 		if (t == NULL)
 			ppl_fatal("out of memory for the TCB of a kernel thread");
 		t->foreign = true;
@@ -305,7 +312,7 @@ static void *kthread_born(void *p)
 static int kthread_through_wrapper(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void *),
 				   void *arg)
 {
-	struct ult *t = tcb_get(false);
+	struct ult *t = tcb_get(false, false);
 	if (t == NULL)
 		return EAGAIN;
 	t->foreign = true;
@@ -443,7 +450,7 @@ int ppl_pthread_create(pthread_t *out, const pthread_attr_t *a, void *(*fn)(void
 	if (err)
 		return err;
 	struct ult *self = ult_self();   /* the creator (once: a call each) */
-	struct ult *t = tcb_get(false);
+	struct ult *t = tcb_get(false, at.stackaddr == NULL);
 	if (t == NULL)
 		return EAGAIN;
 	err = give_stack(t, &at);
