@@ -462,10 +462,8 @@ void vp_set_sigmask(uint64_t mask)
 	 * unblocks, at its return) records its own mask in kmask while it
 	 * runs and the interrupted one when it returns (sigaction.c). */
 	struct vp *vp = current;
-	if (vp != NULL) {
-		vp->kmask = mask;
-		vp_kstate_changed();
-	}
+	if (vp != NULL)
+		vp_note_sigmask(vp, mask);
 }
 
 uint64_t vp_block_sigmask(uint64_t add)
@@ -473,10 +471,8 @@ uint64_t vp_block_sigmask(uint64_t add)
 	uint64_t was = 0;
 	vp_syscall(SYS_rt_sigprocmask, SIG_BLOCK, &add, &was, sizeof add);
 	struct vp *vp = current;
-	if (vp != NULL) {
-		vp->kmask = was | add;
-		vp_kstate_changed();
-	}
+	if (vp != NULL)
+		vp_note_sigmask(vp, was | add);
 	return was;
 }
 

@@ -72,7 +72,6 @@ struct size_class {
 	char *cur, *end;               /* uncarved part of the newest arena */
 	size_t next_slots;             /* slots of the next arena (doubles) */
 	struct free_chunk *free;       /* cold slots, newest chunk first; none empty */
-	size_t nfree;
 };
 
 /* A class's hot free slots (pages and guard in place), apart from the cold
@@ -278,7 +277,6 @@ static int alloc(size_t size, size_t guard, struct stack *out)
 	for (;;) {
 		struct free_chunk *f = c->free;
 		uintptr_t e = (uintptr_t)f->slot[--f->n];
-		c->nfree--;
 		if (e & HOLE)
 			holes--;
 		if (f->n == 0)
@@ -407,7 +405,6 @@ void stack_free(struct stack *s)
 		}
 	}
 	c->free->slot[c->free->n++] = (char *)entry;
-	c->nfree++;
 	spin_unlock(&lock);
 	free(fresh);   /* another thread's chunk came first */
 	s->lo = NULL;

@@ -58,6 +58,34 @@ static size_t cache_room = STACK_CACHE_BYTES;   /* less the cached TCBs' stacks 
 static size_t cache_bare;          /* length of `bare` */
 static _Atomic unsigned long next_id = 2;   /* 1 is the main thread */
 
+/* The two lists of cached TCBs; under cache_lock. */
+static struct ult *pop_stacked(void)
+{
+	struct ult *t = cache;
+	if (t != NULL) {
+		cache = t->cache_next;
+		cache_room += t->stack.size;
+	}
+	return t;
+}
+
+static struct ult *pop_bare(void)
+{
+	struct ult *t = bare;
+	if (t != NULL) {
+		bare = t->cache_next;
+		cache_bare--;
+	}
+	return t;
+}
+
+static void push_bare(struct ult *t)
+{
+	t->cache_next = bare;
+	bare = t;
+	cache_bare++;
+}
+
 /* A TCB for a new thread, recycled if one is cached: one with a stack first
  * for a thread that takes a pooled stack (pooled_stack), one without first
  * for a thread on the application's stack or a kernel thread's, which would
@@ -71,16 +99,9 @@ static struct ult *tcb_get(bool fresh, bool pooled_stack)
 	struct ult *t = NULL;
 	if (!fresh) {
 		spin_lock(&cache_lock);
-		if (pooled_stack && (t = cache) != NULL) {
-			cache = t->cache_next;
-			cache_room += t->stack.size;
-		} else if ((t = bare) != NULL) {
-			bare = t->cache_next;
-			cache_bare--;
-		} else if ((t = cache) != NULL) {
-			cache = t->cache_next;
-			cache_room += t->stack.size;
-		}
+		t = pooled_stack ? pop_stacked() : pop_bare();
+		if (t == NULL)
+			t = pooled_stack ? pop_bare() : pop_stacked();
 		spin_unlock(&cache_lock);
 	}
 	if (t == NULL) {
@@ -173,9 +194,7 @@ static void tcb_put(struct ult *t)
 	 * ldt method's, below 4 GiB) always does: the block goes with it. */
 	spin_lock(&cache_lock);
 	if (t->tls != NULL || cache_bare < BARE_CACHE) {
-		t->cache_next = bare;
-		bare = t;
-		cache_bare++;
+		push_bare(t);
 		spin_unlock(&cache_lock);
 		return;
 	}
@@ -203,15 +222,10 @@ void ult_recycle(struct ult *t)
 static void tcb_cache_release_stacks(void)
 {
 	spin_lock(&cache_lock);
-	while (cache != NULL) {
-		struct ult *t = cache;
-		cache = t->cache_next;
+	for (struct ult *t; (t = pop_stacked()) != NULL;) {
 		stack_release(t);
-		t->cache_next = bare;
-		bare = t;
-		cache_bare++;
+		push_bare(t);
 	}
-	cache_room = STACK_CACHE_BYTES;
 	spin_unlock(&cache_lock);
 }
 
