@@ -6,6 +6,7 @@
  * pthread_setname_np and pthread_getname_np are no cancellation points. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,4 +137,28 @@ int64_t vp_kthread_runtime_ns(pid_t tid)
 	    read_proc(path, buf, sizeof buf) < 0)
 		return -1;
 	return strtoll(buf, NULL, 10);
+}
+
+/* Whether the page holding addr is shared with other processes: bit 61 of
+ * its /proc/self/pagemap entry (a file page or shared anonymous memory).
+ * A page of private memory that was written is an anonymous page of its
+ * own, and a spin lock that is held was written.  -1 if the kernel does
+ * not say (no pagemap, or the page is not present). */
+int vp_page_shared(const void *addr)
+{
+	int saved = errno;
+	long fd = vp_syscall(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = saved;
+		return -1;
+	}
+	uint64_t entry = 0;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	long n = vp_syscall(SYS_pread64, (int)fd, &entry, sizeof entry,
+			    (long)((uintptr_t)addr / page * sizeof entry));
+	vp_syscall(SYS_close, (int)fd);
+	errno = saved;
+	if (n != (long)sizeof entry || (entry & (1ULL << 63)) == 0)
+		return -1;   /* unreadable, or not present */
+	return (entry & (1ULL << 61)) != 0;
 }

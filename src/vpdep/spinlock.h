@@ -63,14 +63,19 @@ static inline bool spin_try_lock(spin_t *l)
 	return false;
 }
 
-/* Set in a forked child while it runs a single thread: a lock found held
- * then belongs to a thread that did not survive fork (a holder that was in
- * a critical section on another kernel thread), so the waiter takes it
- * over instead of spinning forever.  Read only when the lock is busy. */
+/* Set in a forked child while it runs a single thread: a lock in private
+ * memory found held then belongs to a thread that did not survive fork (a
+ * holder that was in a critical section on another kernel thread), so the
+ * waiter takes it over instead of spinning forever.  A lock in shared
+ * memory (a process-shared object's) is another process's to release.
+ * Read only when the lock has been busy for SPIN_LONG rounds. */
 extern _Atomic bool spin_orphans;
 
-/* vp.c: the lock has been busy for SPIN_LONG rounds; its holder may be
- * preempted on this CPU (by a real-time spinner, for good): let it run. */
+/* vp.c: the lock has been busy for SPIN_LONG rounds.  spin_orphan_take:
+ * true if it was an orphan (above), now the caller's.  spin_wait_long: its
+ * holder may be preempted on this CPU (by a real-time spinner, for good):
+ * let it run. */
+bool spin_orphan_take(spin_t *l);
 void spin_wait_long(void);
 #define SPIN_LONG 4096
 
@@ -80,13 +85,11 @@ static inline void spin_lock(spin_t *l)
 	while (!spin_acquire(l)) {
 		unsigned rounds = 0;
 		while (atomic_load_explicit(l, memory_order_relaxed) != 0) {
-			if (__builtin_expect(atomic_load_explicit(&spin_orphans, memory_order_relaxed), 0)) {
-				atomic_store_explicit(l, 1, memory_order_relaxed);
-				atomic_thread_fence(memory_order_acquire);
-				return;
-			}
 			cpu_relax();
 			if (__builtin_expect(++rounds == SPIN_LONG, 0)) {
+				if (__builtin_expect(atomic_load_explicit(&spin_orphans, memory_order_relaxed), 0) &&
+				    spin_orphan_take(l))
+					return;
 				spin_wait_long();
 				rounds = 0;
 			}

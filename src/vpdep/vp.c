@@ -437,6 +437,18 @@ int vp_set_class(struct vp *vp, int kclass)
 	return err;
 }
 
+/* spinlock.h: a lock stayed busy for a long while, in a forked child
+ * running one thread: a lock in private memory has a dead holder, take it
+ * (pagemap unreadable: private, as fork left the child its own copy). */
+bool spin_orphan_take(spin_t *l)
+{
+	if (vp_page_shared(l) == 1)
+		return false;
+	atomic_store_explicit(l, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	return true;
+}
+
 /* spinlock.h: a lock stayed busy for a long while.  Its holder may be a
  * kernel thread preempted on this CPU, maybe by this very one: let it run.
  * A real-time spinner must sleep for that (sched_yield gives way only to
