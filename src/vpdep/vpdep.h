@@ -311,9 +311,6 @@ int vp_process_sigqueue(int sig, siginfo_t *si);
  * stamps, si_pid of the signals libppl makes; what getpid gives the
  * program on every VP (with the process backend, the initial process's
  * id in each VP process). */
-/* The page holding addr is shared with other processes (1), private (0),
- * or the kernel does not say (-1): /proc/self/pagemap (procstat.c). */
-int vp_page_shared(const void *addr);
 pid_t vp_process_id(void);
 /* The initial kernel thread's id (the main thread's tid, the owner token
  * in the robust-mutex words its kernel thread registered). */
@@ -398,6 +395,9 @@ static inline bool vp_cpuclock_is_program(clockid_t c)
  * clock the caller cannot read (another thread group's: the process
  * backend's VP processes); -1 if unknown. */
 int64_t vp_kthread_runtime_ns(pid_t tid);
+/* The page holding addr is shared with other processes (1), private (0),
+ * or the kernel does not say (-1): /proc/self/pagemap (procstat.c). */
+int vp_page_shared(const void *addr);
 /* The calling kernel thread gives its CPU to another (sched_yield). */
 void vp_kthread_yield(void);
 /* Unregister the calling kernel thread's rseq area of `size` bytes (the

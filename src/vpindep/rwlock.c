@@ -176,9 +176,11 @@ static inline void state_store(struct rwlock *l, uint32_t s)
 static void settle(struct rwlock *l)
 {
 	uint32_t s = state_of(l);
-	while ((s & RW_WAITERS) != 0 && settled(l, s) != s &&
-	       !state_cas(l, &s, settled(l, s)))
-		;
+	while ((s & RW_WAITERS) != 0) {
+		uint32_t s2 = settled(l, s);
+		if (s2 == s || state_cas(l, &s, s2))
+			break;
+	}
 }
 
 /* abstime checks done before anything else, as glibc does; no abstime
