@@ -101,6 +101,7 @@ static void proc_fork_child(void)
  * thread with its own VP stays there: docs/vpdep.md). */
 bool ppl_initial_enter(struct vproc **old_home)
 {
+	*old_home = NULL;   /* not moved: nothing to restore */
 	if (!vp_children_on_initial() ||
 	    atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 0)
 		return false;

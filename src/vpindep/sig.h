@@ -54,10 +54,16 @@ void sig_thread_mask(struct ult *t, const sigset_t *set);
 extern _Atomic uint64_t sig_claims;
 /* The trampoline got process-directed `sig` on a kernel thread where
  * `here` runs (NULL: none, or the catcher): true if the handler runs here
- * now; otherwise sig is a claim of the process, to be taken by another
- * thread.  here_asked: the kernel thread had it unblocked for here for a
- * while (sigsuspend, ppoll ...) though here blocks it. */
+ * now, or if sig's default action (caught_default) is to be taken here
+ * because some thread takes it, whichever (the caller takes it:
+ * sig_default_action); otherwise sig is a claim of the process, to be
+ * taken by another thread.  here_asked: the kernel thread had it
+ * unblocked for here for a while (sigsuspend, ppoll ...) though here
+ * blocks it. */
 bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_asked);
+/* sigaction.c: the kernel's default action for sig (caught_default), on
+ * this kernel thread whatever it blocks: ends or stops the process. */
+void sig_default_action(int sig);
 /* Take the claim of sig for self (its target, or anyone's), its siginfo
  * into *si; waiting: self waits for it in sigwait (blocks it). */
 bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting);

@@ -144,7 +144,7 @@ static bool directed_here(int sig, siginfo_t *si)
 /* The kernel's default action for sig, a thread that does not block it
  * having taken it: ends the process (with a core where it makes one) or
  * stops it, then the trampoline again for the next one. */
-static void default_action(int sig)
+void sig_default_action(int sig)
 {
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);
@@ -247,7 +247,7 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 	if (flags & SA_RESETHAND)   /* the kernel has SIG_DFL now */
 		atomic_fetch_and_explicit(&acts.wrapped, ~bit(sig), memory_order_acq_rel);
 	if (h == (void *)SIG_DFL && (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)))
-		default_action(sig);   /* taken by a thread that does not block it */
+		sig_default_action(sig);   /* taken by a thread that does not block it */
 	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN) {
 		sig_note_sigreturn(uc);
 		return false;   /* changed while the signal was on its way */

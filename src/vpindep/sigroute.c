@@ -232,6 +232,18 @@ void sig_claim_nudge(int sig)
 		nudge(to, sig);
 }
 
+/* A default action ends or stops the whole process, and the kernel takes
+ * it at delivery whichever thread it picked, running or not.  So once the
+ * thread chosen does not block sig (and does not only wait for it in
+ * sigwait, which takes it instead), the action is taken where the signal
+ * landed: that thread, woken, may not run for long or ever while others
+ * hold every VP (no time slice), or be parked where a signal does not end
+ * the wait. */
+static bool default_taken(int sig, struct ult *to)
+{
+	return to != NULL && !(to->sigmask & bit(sig)) && caught_default(sig);
+}
+
 bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_asked)
 {
 	if (!ppl_env_sigroute)
@@ -243,7 +255,7 @@ bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_as
 		return true;
 	}
 	struct ult *to = choose(b, here);
-	if (to != NULL && to == here)
+	if (to != NULL && (to == here || default_taken(sig, to)))
 		return true;
 	claim(sig, si, to);
 	return false;
@@ -264,6 +276,8 @@ bool sig_send_process(int sig, const siginfo_t *si)
 	struct ult *to = choose(bit(sig), self);
 	if (to == self)
 		sig_run_taken(self, sig, (siginfo_t *)si, self->sigmask);
+	else if (default_taken(sig, to))
+		sig_default_action(sig);
 	else
 		claim(sig, si, to);
 	return true;
@@ -397,10 +411,10 @@ static void catcher_main(void *arg)
 			 * its own, and its handler ran twice. */
 			sig_poke_redirect(poked, r);
 		} else if (r > 0 && r != CATCHER_WAKE) {
-			if (sig_has_handler(r) || caught_default(r))
-				sig_route_here(r, &si, NULL, false);
-			else   /* no handler any more: the kernel's action, elsewhere */
-				vp_process_kill(r);
+			if (!(sig_has_handler(r) || caught_default(r)))
+				vp_process_kill(r);   /* no handler any more: the kernel's action, elsewhere */
+			else if (sig_route_here(r, &si, NULL, false))
+				sig_default_action(r);   /* default_taken: no thread runs here */
 		}
 		if (next_look != 0 && mono_ns() >= next_look) {
 			look();
@@ -426,7 +440,8 @@ static bool route_handed_back(int sig, const siginfo_t *si)
 	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
 	    !(sig_has_handler(sig) || caught_default(sig)))
 		return false;
-	sig_route_here(sig, si, NULL, false);
+	if (sig_route_here(sig, si, NULL, false))
+		sig_default_action(sig);   /* default_taken */
 	return true;
 }
 

@@ -37,6 +37,15 @@ static bool pinned;               /* workers pinned to the group (ppl_pin_set) *
 static int from_vp = -1;          /* workers start there (another group) */
 static _Atomic int parked, go, started[NW], worst, badvp;
 
+/* Where the run is, on stderr at once: a run that hangs (one of several
+ * thousand in the process backend, once, in CI) then says where when the
+ * alarm ends it. */
+static void stage(const char *what)
+{
+	if (write(2, what, strlen(what)) < 0)
+		return;
+}
+
 static long long top(void)
 {
 	return order > 0 ? 1000000 : -1000000;
@@ -113,6 +122,7 @@ static int run(const char *what)
 		pthread_create(&wk[i], NULL, worker, (void *)(long)i);
 	while (atomic_load(&parked) < NW)
 		sched_yield();
+	stage("run: the workers are parked\n");
 	for (int i = 0; i < 20; i++)             /* the last ones reach their yield */
 		sched_yield();
 	atomic_store(&go, 1);
@@ -120,6 +130,7 @@ static int run(const char *what)
 		pthread_join(sp[i], NULL);
 	for (int i = 0; i < NW; i++)
 		pthread_join(wk[i], NULL);
+	stage("run: all joined\n");
 	ppl_unpin(self);
 	int w = atomic_load(&worst);
 	printf("%s: at most %d better threads waiting when one started (allowed %d)\n", what, w,
@@ -230,6 +241,7 @@ static int local(const char *mode)
 	pthread_create(&b, NULL, busy, NULL);
 	while (!atomic_load(&parked))
 		sched_yield();
+	stage("local: the busy thread holds VP 1\n");
 	/* Main holds VP 0 and does not yield: they wait on its queue until
 	 * pinned, then on VP 1's, behind the busy thread. */
 	for (int i = 0; i < NL; i++) {
@@ -239,10 +251,13 @@ static int local(const char *mode)
 			return 1;
 		}
 	}
+	stage("local: threads pinned to VP 1\n");
 	atomic_store(&go, 1);
 	pthread_join(b, NULL);
+	stage("local: the busy thread joined\n");
 	for (int i = 0; i < NL; i++)
 		pthread_join(t[i], NULL);
+	stage("local: all joined\n");
 	bool lifo = strcmp(mode, "lifo") == 0;
 	int bad = atomic_load(&lbad);
 	for (int i = 0; i < NL; i++)
