@@ -261,6 +261,15 @@ bool sig_route_here(int sig, const siginfo_t *si, struct ult *here, bool here_as
 	return false;
 }
 
+/* sig on a kernel thread where no user thread runs (the catcher, or the
+ * route of one put off under a spin lock): a claim, or its default action
+ * taken here (default_taken). */
+static void route_elsewhere(int sig, const siginfo_t *si)
+{
+	if (sig_route_here(sig, si, NULL, false))
+		sig_default_action(sig);
+}
+
 bool sig_send_process(int sig, const siginfo_t *si)
 {
 	struct vproc *v = (struct vproc *)vp_current();
@@ -413,8 +422,8 @@ static void catcher_main(void *arg)
 		} else if (r > 0 && r != CATCHER_WAKE) {
 			if (!(sig_has_handler(r) || caught_default(r)))
 				vp_process_kill(r);   /* no handler any more: the kernel's action, elsewhere */
-			else if (sig_route_here(r, &si, NULL, false))
-				sig_default_action(r);   /* default_taken: no thread runs here */
+			else
+				route_elsewhere(r, &si);
 		}
 		if (next_look != 0 && mono_ns() >= next_look) {
 			look();
@@ -440,8 +449,7 @@ static bool route_handed_back(int sig, const siginfo_t *si)
 	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
 	    !(sig_has_handler(sig) || caught_default(sig)))
 		return false;
-	if (sig_route_here(sig, si, NULL, false))
-		sig_default_action(sig);   /* default_taken */
+	route_elsewhere(sig, si);
 	return true;
 }
 

@@ -42,22 +42,6 @@ static void handler(int sig)
 	atomic_fetch_add(&ran, 1);
 }
 
-static void block(int sig)
-{
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, sig);
-	CHECK_OK(pthread_sigmask(SIG_BLOCK, &s, NULL));
-}
-
-static void unblock(int sig)
-{
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, sig);
-	CHECK_OK(pthread_sigmask(SIG_UNBLOCK, &s, NULL));
-}
-
 static bool pending(int sig)
 {
 	sigset_t p;
@@ -111,7 +95,7 @@ static void blocked_everywhere(void)
 		sigaddset(&the_set, sig);
 		atomic_store(&ran, 0);
 		pthread_barrier_wait(&bar);
-		block(sig);
+		tp_sigmask_one(SIG_BLOCK, sig);
 		pthread_barrier_wait(&bar);   /* every thread blocks it */
 		CHECK(kill(getpid(), sig) == 0);
 		usleep(20000);   /* long enough for any kernel thread to take it */
@@ -137,11 +121,11 @@ static void blocked_everywhere(void)
 			CHECK(kill(getpid(), sig) == 0);
 			usleep(5000);
 			CHECK(pending(sig) && atomic_load(&ran) == 0);
-			unblock(sig);
+			tp_sigmask_one(SIG_UNBLOCK, sig);
 			CHECK(atomic_load(&ran) == 1);
 			CHECK(pthread_equal(atomic_load(&ran_in), pthread_self()));
 		} else {
-			unblock(sig);
+			tp_sigmask_one(SIG_UNBLOCK, sig);
 		}
 		pthread_barrier_wait(&bar);
 	}
@@ -201,10 +185,10 @@ static void *waiter(void *arg)
 	CHECK_OK(pthread_sigmask(SIG_BLOCK, NULL, &cur));
 	m = cur;
 	if (a->lets_through) {
-		block(SIGUSR2);
+		tp_sigmask_one(SIG_BLOCK, SIGUSR2);
 		sigdelset(&m, SIGUSR2);
 	} else {
-		unblock(SIGUSR2);
+		tp_sigmask_one(SIG_UNBLOCK, SIGUSR2);
 		sigaddset(&m, SIGUSR2);
 	}
 	atomic_store(&waiter_in, 1);
@@ -238,7 +222,7 @@ static void temporary_masks(void)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = handler;
 	CHECK(sigaction(SIGUSR2, &sa, NULL) == 0);
-	block(SIGUSR2);   /* main blocks it (other threads inherit it) */
+	tp_sigmask_one(SIG_BLOCK, SIGUSR2);   /* main blocks it (other threads inherit it) */
 	pthread_t helpers[2];
 	for (int i = 0; i < 2; i++)   /* more threads that block it, on other VPs */
 		CHECK_OK(pthread_create(&helpers[i], NULL, sleeper, (void *)(long)i));

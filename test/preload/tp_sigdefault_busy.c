@@ -36,17 +36,10 @@ static void on_usr2(int sig)
 static void *spin(void *arg)
 {
 	(void)arg;
-	if (mode == CATCHER) {   /* only main, parked, takes it */
-		sigset_t s;
-		sigemptyset(&s);
-		sigaddset(&s, SIGTERM);
-		CHECK_OK(pthread_sigmask(SIG_BLOCK, &s, NULL));
-	}
+	if (mode == CATCHER)
+		tp_sigmask_one(SIG_BLOCK, SIGTERM);   /* only main, parked, takes it */
 	if (mode == SELF_KILL) {
-		sigset_t s;
-		sigemptyset(&s);
-		sigaddset(&s, SIGUSR1);
-		CHECK_OK(pthread_sigmask(SIG_BLOCK, &s, NULL));
+		tp_sigmask_one(SIG_BLOCK, SIGUSR1);
 		if (atomic_fetch_add(&spinning, 1) == 0)
 			kill(getpid(), SIGUSR1);   /* main takes it: it does not block it */
 	}
@@ -65,12 +58,8 @@ static void child(int ready)
 		alarm(1);
 	if (mode == CATCHER)   /* a handler: libppl's catcher thread takes what no VP does */
 		signal(SIGUSR2, on_usr2);
-	if (mode == ALL_BLOCK) {
-		sigset_t s;
-		sigemptyset(&s);
-		sigaddset(&s, SIGTERM);
-		CHECK_OK(pthread_sigmask(SIG_BLOCK, &s, NULL));   /* the spinners inherit it */
-	}
+	if (mode == ALL_BLOCK)
+		tp_sigmask_one(SIG_BLOCK, SIGTERM);   /* the spinners inherit it */
 	CHECK(write(ready, "r", 1) == 1);   /* before SELF_KILL's signal can end it */
 	long n = sysconf(_SC_NPROCESSORS_ONLN) + 2;
 	pthread_t t[18];

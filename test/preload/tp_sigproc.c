@@ -60,14 +60,6 @@ static void install(int sig, void (*fn)(int))
 	CHECK(sigaction(sig, &sa, NULL) == 0);   /* no SA_RESTART */
 }
 
-static void block(int sig, int how)
-{
-	sigset_t s;
-	sigemptyset(&s);
-	sigaddset(&s, sig);
-	CHECK_OK(pthread_sigmask(how, &s, NULL));
-}
-
 /* The other thread: blocks the test's signals and waits to be told to end. */
 static void *helper(void *arg)
 {
@@ -83,11 +75,11 @@ enum sender { TIMER, ALARM, KILL };
  * thread to take them), running fn. */
 static void spawn_blocking(pthread_t *t, void *(*fn)(void *))
 {
-	block(SIGALRM, SIG_BLOCK);
-	block(SIGUSR1, SIG_BLOCK);
+	tp_sigmask_one(SIG_BLOCK, SIGALRM);
+	tp_sigmask_one(SIG_BLOCK, SIGUSR1);
 	CHECK_OK(pthread_create(t, NULL, fn, NULL));
-	block(SIGALRM, SIG_UNBLOCK);
-	block(SIGUSR1, SIG_UNBLOCK);
+	tp_sigmask_one(SIG_UNBLOCK, SIGALRM);
+	tp_sigmask_one(SIG_UNBLOCK, SIGUSR1);
 }
 
 static void *killer(void *arg)
@@ -234,7 +226,7 @@ static void *locker(void *arg)
 {
 	int i = (int)(long)arg;
 	my_index = i;
-	block(sig_of(i), SIG_UNBLOCK);
+	tp_sigmask_one(SIG_UNBLOCK, sig_of(i));
 	CHECK_OK(pthread_mutex_lock(&held));
 	CHECK_OK(pthread_mutex_unlock(&held));
 	return NULL;
@@ -287,14 +279,14 @@ static void blocked_by_all(void)
 	install(SIGUSR2, on_sig);
 	atomic_store(&handled, 0);
 	atomic_store(&in_main, 0);
-	block(SIGUSR2, SIG_BLOCK);
+	tp_sigmask_one(SIG_BLOCK, SIGUSR2);
 	CHECK(kill(getpid(), SIGUSR2) == 0);
 	struct timespec d = { 0, 100000000 };
 	nanosleep(&d, NULL);
 	CHECK(atomic_load(&handled) == 0);
 	sigset_t pend;
 	CHECK(sigpending(&pend) == 0 && sigismember(&pend, SIGUSR2));
-	block(SIGUSR2, SIG_UNBLOCK);
+	tp_sigmask_one(SIG_UNBLOCK, SIGUSR2);
 	CHECK(atomic_load(&handled) == 1 && atomic_load(&in_main) == 1);
 	CHECK(sigpending(&pend) == 0 && !sigismember(&pend, SIGUSR2));
 }

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,16 @@
 			exit(1);                                                     \
 		}                                                                    \
 	} while (0)
+
+/* Add sig to (SIG_BLOCK) or take it from (SIG_UNBLOCK) the calling
+ * thread's signal mask. */
+static inline void tp_sigmask_one(int how, int sig)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	CHECK_OK(pthread_sigmask(how, &s, NULL));
+}
 
 /* Read fd to its end (or an error) into buf, NUL-terminated; the last
  * read's result: 0 at the end, -1 on an error. */
