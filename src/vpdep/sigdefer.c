@@ -23,7 +23,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "libc_entry.h"
 #include "vp_backend.h"
 #include "vpdep.h"
 
@@ -31,7 +30,13 @@ int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (sig == SIGSEGV && act != NULL)
 		vp_uaccess_arm(false);   /* no longer libppl's handler (uaccess.c) */
-	return __sigaction(sig, act, old);
+	/* The C library's (it adds its restorer): libppl exports sigaction
+	 * and __sigaction too. */
+	static void *_Atomic real;
+	int (*fn)(int, const struct sigaction *, struct sigaction *) =
+		(int (*)(int, const struct sigaction *, struct sigaction *))vp_libc_fn(
+			&real, "sigaction", "GLIBC_2.2.5");
+	return fn(sig, act, old);
 }
 
 bool vp_signal_defer(int sig, siginfo_t *si, void *uc)

@@ -67,6 +67,12 @@ void sig_default_action(int sig);
 /* Take the claim of sig for self (its target, or anyone's), its siginfo
  * into *si; waiting: self waits for it in sigwait (blocks it). */
 bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting);
+/* sig's action became "ignore": its claims are discarded (a claim made
+ * later finds it neither handled nor caught, and is dropped too). */
+void sig_claims_discard(int sig);
+/* signal.c: ... and so is what is pending on every thread, as the kernel
+ * discards a pending signal whose action becomes "ignore". */
+void sig_discard(int sig);
 /* Wake a thread that may take the claim of sig, if there is one (a poke
  * that woke it was lost). */
 void sig_claim_nudge(int sig);

@@ -84,6 +84,16 @@ static bool ends_or_stops(int sig)
 	return sig < 32 && (std & bit(sig));
 }
 
+/* a ignores sig: SIG_IGN, or the default action of one the kernel
+ * ignores by default. */
+static bool ignores(int sig, const struct sigaction *a)
+{
+	if (a->sa_handler == SIG_IGN)
+		return true;
+	return a->sa_handler == SIG_DFL &&
+	       (sig == SIGCHLD || sig == SIGCONT || sig == SIGURG || sig == SIGWINCH);
+}
+
 static bool stops(int sig)
 {
 	return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -483,6 +493,10 @@ int ppl_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 		}
 	}
 	spin_unlock(&acts.lock);
+	/* As the kernel: a pending signal whose action becomes "ignore" is
+	 * discarded, blocked or not; libppl keeps some off the kernel. */
+	if (rc == 0 && act != NULL && ignores(sig, &a))
+		sig_discard(sig);
 	if (grew)
 		sig_catcher_want();   /* it waits for this one too from now on */
 	if (rc == 0 && old != NULL)

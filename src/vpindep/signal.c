@@ -45,8 +45,10 @@
 
 #include "monitor.h"
 #include "preempt.h"
+#include "runtime.h"
 #include "scheduler.h"
 #include "sig.h"
+#include "tcbpool.h"
 #include "ult.h"
 #include "vproc.h"
 
@@ -287,6 +289,15 @@ void sig_adopt_pending(struct ult *m)
 		if (vp_take_signal(sig, NULL))
 			atomic_fetch_or_explicit(&m->sigpending, bit(sig), memory_order_relaxed);
 	}
+}
+
+void sig_discard(int sig)
+{
+	uint64_t b = bit(sig);
+	atomic_fetch_and_explicit(&ppl_rt.main_ult.sigpending, ~b, memory_order_acq_rel);
+	for (struct ult *t = tcb_pool_first(); t != NULL; t = tcb_pool_next(t))
+		atomic_fetch_and_explicit(&t->sigpending, ~b, memory_order_acq_rel);
+	sig_claims_discard(sig);
 }
 
 void sig_vp_init(struct vproc *v)

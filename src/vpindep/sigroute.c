@@ -174,6 +174,10 @@ static void claim(int sig, const siginfo_t *si, struct ult *to)
 		spin_unlock(&rt.lock);
 		return;   /* a standard signal merges with the claim there is */
 	}
+	if (!sig_has_handler(sig) && !caught_default(sig)) {
+		spin_unlock(&rt.lock);
+		return;   /* ignored since it left the kernel: discarded (sig_discard) */
+	}
 	struct inst *i = inst_get();
 	if (i == NULL) {
 		spin_unlock(&rt.lock);
@@ -320,6 +324,19 @@ bool sig_take(struct ult *self, int sig, siginfo_t *si, bool waiting)
 	rt.spare = i;
 	spin_unlock(&rt.lock);
 	return true;
+}
+
+void sig_claims_discard(int sig)
+{
+	spin_lock(&rt.lock);
+	struct inst *i = rt.head[sig];
+	if (i != NULL) {
+		rt.tail[sig]->next = rt.spare;
+		rt.spare = i;
+		rt.head[sig] = rt.tail[sig] = NULL;
+		atomic_fetch_and_explicit(&sig_claims, ~bit(sig), memory_order_seq_cst);
+	}
+	spin_unlock(&rt.lock);
 }
 
 uint64_t sig_claims_for(struct ult *t)

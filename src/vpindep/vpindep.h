@@ -33,6 +33,12 @@
 extern __sighandler_t bsd_signal(int sig, __sighandler_t h) __THROW;
 /* glibc's, exported (GLIBC_2.1) but in no header. */
 extern int __libc_allocate_rtsig(int high) __THROW;
+/* glibc's other names of sigpause, sigaction and sigsuspend, exported
+ * (GLIBC_2.2.5) but in no header. */
+extern int __sigpause(int sig_or_mask, int is_sig);
+extern int __xpg_sigpause(int sig);
+extern int __sigaction(int sig, const struct sigaction *a, struct sigaction *o) __THROW;
+extern int __sigsuspend(const sigset_t *set);
 
 #define PPL_FN(ret, name, params, args) ret ppl_##name params;
 #define PPL_FN_INLINE(ret, name, params, args)

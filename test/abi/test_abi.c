@@ -136,6 +136,11 @@ extern void _pthread_cleanup_pop_restore(struct _pthread_cleanup_buffer *, int);
 extern __sighandler_t bsd_signal(int, __sighandler_t);
 /* Exported by glibc (GLIBC_2.1), declared in no header. */
 extern int __libc_allocate_rtsig(int);
+/* Exported by glibc (GLIBC_2.2.5), declared in no header. */
+extern int __sigpause(int, int);
+extern int __xpg_sigpause(int);
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+extern int __sigsuspend(const sigset_t *);
 #define PPL_FN(ret, name, params, args) \
 	_Static_assert(sizeof(*(ret(**) params)0 = &name) != 0, #name);
 #include "../../src/vpindep/api.def"
