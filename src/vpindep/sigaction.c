@@ -84,8 +84,8 @@ static bool ends_or_stops(int sig)
 	return sig < 32 && (std & bit(sig));
 }
 
-/* a ignores sig: SIG_IGN, or the default action of one the kernel
- * ignores by default. */
+/* Action a ignores sig: SIG_IGN, or SIG_DFL of a signal whose default
+ * action is to ignore it (the kernel's sig_kernel_ignore). */
 static bool ignores(int sig, const struct sigaction *a)
 {
 	if (a->sa_handler == SIG_IGN)

@@ -174,17 +174,16 @@ static void claim(int sig, const siginfo_t *si, struct ult *to)
 		spin_unlock(&rt.lock);
 		return;   /* a standard signal merges with the claim there is */
 	}
-	if (!sig_has_handler(sig) && !caught_default(sig)) {
-		spin_unlock(&rt.lock);
-		return;   /* ignored since it left the kernel: discarded (sig_discard) */
-	}
 	struct inst *i = inst_get();
 	if (i == NULL) {
 		spin_unlock(&rt.lock);
 		return;   /* no memory: lost, as the kernel's queue over its limit */
 	}
-	if (rt.head[sig] != NULL && sig < 32) {
-		/* Claimed meanwhile (inst_get may drop the lock): merges. */
+	/* Claimed meanwhile (inst_get may drop the lock): merges.  Or
+	 * ignored since it left the kernel: discarded, as sig_discard
+	 * discards the claims there were (the action changes before it
+	 * takes this lock). */
+	if ((rt.head[sig] != NULL && sig < 32) || (!sig_has_handler(sig) && !caught_default(sig))) {
 		i->next = rt.spare;
 		rt.spare = i;
 		spin_unlock(&rt.lock);
