@@ -82,6 +82,13 @@ static struct {
 	_Atomic bool catcher_started;
 } rt;
 
+/* The trampoline runs for sig (a handler, or a caught default action):
+ * libppl routes it to a thread. */
+static bool routed(int sig)
+{
+	return sig_caught_set() & bit(sig);
+}
+
 /* A spare instance, with rt.lock held; NULL if no memory can be had.  The
  * lock is dropped around the mapping (a system call, rare). */
 static struct inst *inst_get(void)
@@ -183,7 +190,7 @@ static void claim(int sig, const siginfo_t *si, struct ult *to)
 	 * ignored since it left the kernel: discarded, as sig_discard
 	 * discards the claims there were (the action changes before it
 	 * takes this lock). */
-	if ((rt.head[sig] != NULL && sig < 32) || (!sig_has_handler(sig) && !caught_default(sig))) {
+	if ((rt.head[sig] != NULL && sig < 32) || !routed(sig)) {
 		i->next = rt.spare;
 		rt.spare = i;
 		spin_unlock(&rt.lock);
@@ -283,7 +290,7 @@ bool sig_send_process(int sig, const siginfo_t *si)
 	 * (the last thread's atexit handler, glibc's tst-basic3/4). */
 	if (!ppl_env_sigroute || self == NULL ||
 	    atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
-	    !(sig_has_handler(sig) || caught_default(sig)))
+	    !routed(sig))
 		return false;
 	struct ult *to = choose(bit(sig), self);
 	if (to == self)
@@ -436,7 +443,7 @@ static void catcher_main(void *arg)
 			 * its own, and its handler ran twice. */
 			sig_poke_redirect(poked, r);
 		} else if (r > 0 && r != CATCHER_WAKE) {
-			if (!(sig_has_handler(r) || caught_default(r)))
+			if (!routed(r))
 				vp_process_kill(r);   /* no handler any more: the kernel's action, elsewhere */
 			else
 				route_elsewhere(r, &si);
@@ -463,7 +470,7 @@ static bool route_handed_back(int sig, const siginfo_t *si)
 		return true;
 	}
 	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) != 1 ||
-	    !(sig_has_handler(sig) || caught_default(sig)))
+	    !routed(sig))
 		return false;
 	route_elsewhere(sig, si);
 	return true;

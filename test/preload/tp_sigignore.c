@@ -24,15 +24,6 @@ static void handler(int sig)
 	atomic_fetch_add(&ran, 1);
 }
 
-static void set_action(int sig, void (*h)(int))
-{
-	struct sigaction a;
-	memset(&a, 0, sizeof a);
-	a.sa_handler = h;
-	sigemptyset(&a.sa_mask);
-	CHECK(sigaction(sig, &a, NULL) == 0);
-}
-
 static int pending(int sig)
 {
 	sigset_t s;
@@ -53,7 +44,7 @@ enum how { TO_SELF, TO_PROCESS, QUEUED_TWICE };
 static void one(int sig, enum how how, void (*ignore)(int sig))
 {
 	atomic_store(&ran, 0);
-	set_action(sig, handler);
+	tp_set_handler(sig, handler);
 	tp_sigmask_one(SIG_BLOCK, sig);
 	if (how == TO_SELF) {
 		CHECK_OK(pthread_kill(pthread_self(), sig));
@@ -67,7 +58,7 @@ static void one(int sig, enum how how, void (*ignore)(int sig))
 	CHECK(pending(sig));
 	ignore(sig);
 	CHECK(!pending(sig));
-	set_action(sig, handler);
+	tp_set_handler(sig, handler);
 	tp_sigmask_one(SIG_UNBLOCK, sig);
 	settle();
 	CHECK(atomic_load(&ran) == 0);
@@ -75,12 +66,12 @@ static void one(int sig, enum how how, void (*ignore)(int sig))
 
 static void by_sigaction(int sig)
 {
-	set_action(sig, SIG_IGN);
+	tp_set_handler(sig, SIG_IGN);
 }
 
 static void by_default(int sig)
 {
-	set_action(sig, SIG_DFL);
+	tp_set_handler(sig, SIG_DFL);
 }
 
 static void by_signal(int sig)
@@ -109,15 +100,15 @@ static void *parker(void *arg)
 static void on_other_thread(int sig)
 {
 	atomic_store(&ran, 0);
-	set_action(sig, handler);
+	tp_set_handler(sig, handler);
 	pthread_t t;
 	CHECK_OK(pthread_create(&t, NULL, parker, &sig));
 	while (sem_wait(&parked) != 0)
 		;
 	CHECK_OK(pthread_kill(t, sig));
 	settle();
-	set_action(sig, SIG_IGN);
-	set_action(sig, handler);
+	tp_set_handler(sig, SIG_IGN);
+	tp_set_handler(sig, handler);
 	CHECK(sem_post(&woken) == 0);
 	CHECK_OK(pthread_join(t, NULL));
 	CHECK(atomic_load(&ran) == 0);

@@ -51,15 +51,6 @@ static void on_sig(int sig)
 	atomic_store(&handled, 1);
 }
 
-static void install(int sig, void (*fn)(int))
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = fn;
-	sigemptyset(&sa.sa_mask);
-	CHECK(sigaction(sig, &sa, NULL) == 0);   /* no SA_RESTART */
-}
-
 /* The other thread: blocks the test's signals and waits to be told to end. */
 static void *helper(void *arg)
 {
@@ -238,7 +229,7 @@ static void ten_lockers(void)
 	sigset_t all;
 	sigemptyset(&all);
 	for (int i = 0; i < NT; i++) {
-		install(sig_of(i), on_rt);
+		tp_set_handler(sig_of(i), on_rt);
 		sigaddset(&all, sig_of(i));
 	}
 	CHECK_OK(pthread_sigmask(SIG_BLOCK, &all, NULL));
@@ -276,7 +267,7 @@ static void ten_lockers(void)
 static void blocked_by_all(void)
 {
 	atomic_store(&now_running, "blocked by all");
-	install(SIGUSR2, on_sig);
+	tp_set_handler(SIGUSR2, on_sig);
 	atomic_store(&handled, 0);
 	atomic_store(&in_main, 0);
 	tp_sigmask_one(SIG_BLOCK, SIGUSR2);
@@ -312,8 +303,8 @@ int main(void)
 	CHECK_OK(pthread_create(&wd, NULL, watchdog, NULL));
 	CHECK_OK(pthread_sigmask(SIG_SETMASK, &old, NULL));
 	main_th = pthread_self();
-	install(SIGALRM, on_sig);
-	install(SIGUSR1, on_sig);
+	tp_set_handler(SIGALRM, on_sig);
+	tp_set_handler(SIGUSR1, on_sig);
 	CHECK(sem_init(&sem, 0, 0) == 0);
 	CHECK(sem_init(&helper_go, 0, 0) == 0);
 	CHECK_OK(pthread_mutex_lock(&held));

@@ -45,6 +45,16 @@ static inline void tp_sigmask_one(int how, int sig)
 	CHECK_OK(pthread_sigmask(how, &s, NULL));
 }
 
+/* fn as sig's handler: no flags (no SA_RESTART), nothing more blocked. */
+static inline void tp_set_handler(int sig, void (*fn)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(sig, &sa, NULL) == 0);
+}
+
 /* Read fd to its end (or an error) into buf, NUL-terminated; the last
  * read's result: 0 at the end, -1 on an error. */
 static inline ssize_t tp_read_all(int fd, char *buf, size_t size)
