@@ -34,9 +34,10 @@
  *    handler unwinds the thread only if the signal landed outside libppl
  *    (in the C library's call, where glibc would act too); one that landed
  *    in libppl's few instructions around the call is sent again by
- *    pthread_cancel until the mark is gone or the thread acts.  The thread
- *    cannot move to another VP while marked: preemption never switches a
- *    thread whose PC is in libppl or the C library.
+ *    pthread_cancel until the mark is gone or the thread acts.  Preemption
+ *    never switches a thread whose PC is in libppl or the C library; an
+ *    application's signal handler that switches it out inside the call
+ *    takes the mark along to the VP it resumes on (switch.c).
  *  - The C library's own cancellation points (fgets' read, pause, lockf,
  *    ...; per-thread TLS only) act on the bits of the thread's glibc
  *    descriptor, which mirror `cancel` (tls.h): DISABLED and ASYNC follow
@@ -325,6 +326,7 @@ struct vproc *cancel_syscall_enter(void (*undo)(void *), void *arg)
 			undo(arg);
 		cancel_act();
 	}
+	sys_place();
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v == NULL || v->current == NULL)
 		return NULL;
@@ -344,10 +346,33 @@ struct vproc *cancel_syscall_enter(void (*undo)(void *), void *arg)
 
 void cancel_syscall_leave(struct vproc *v, bool eintr)
 {
-	if (v != NULL)
-		unmark(v, v->current);
+	if (v != NULL) {
+		/* Where the thread is now (cancel_mark_drop). */
+		struct vproc *here = (struct vproc *)vp_current();
+		unmark(here, here->current);
+	}
 	if (eintr)
 		cancel_point();
+}
+
+bool cancel_mark_drop(struct vproc *v, struct ult *self, struct cancel_mark *m)
+{
+	if (atomic_load_explicit(&v->cp_ult, memory_order_relaxed) != self)
+		return false;
+	m->undo = v->cp_undo;
+	m->arg = v->cp_arg;
+	/* self->cp_vp stays: pthread_cancel's kicks go on (to v, where the
+	 * handler ignores them) until the thread is marked where it resumes. */
+	atomic_store_explicit(&v->cp_ult, NULL, memory_order_seq_cst);
+	return true;
+}
+
+void cancel_mark_restore(struct vproc *v, struct ult *self, const struct cancel_mark *m)
+{
+	v->cp_undo = m->undo;
+	v->cp_arg = m->arg;
+	atomic_store_explicit(&self->cp_vp, v, memory_order_seq_cst);
+	atomic_store_explicit(&v->cp_ult, self, memory_order_seq_cst);
 }
 
 /* pthread_cancel's side: interrupt t's call, if it is in one, until it has

@@ -42,6 +42,15 @@ void cancel_vp_fork_child(struct vproc *v, struct ult *self);
 bool cancel_async_owed(void);
 void cancel_async_watch(struct vproc *v);
 void cancel_syscall_leave(struct vproc *v, bool eintr);
+/* A signal handler switches its thread out of v inside a marked call:
+ * drop v's mark (true if there was one) into *m, to be put back on the VP
+ * where the thread resumes, since the handler returns into the call there. */
+struct cancel_mark {
+	void (*undo)(void *);
+	void *arg;
+};
+bool cancel_mark_drop(struct vproc *v, struct ult *self, struct cancel_mark *m);
+void cancel_mark_restore(struct vproc *v, struct ult *self, const struct cancel_mark *m);
 /* Unwind the calling thread to its landing point (unwind.c), running the
  * cleanup handlers and destructors of its frames; then ult_finish.  The
  * caller has set CANCEL_ACTING and self->result. */

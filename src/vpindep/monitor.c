@@ -36,6 +36,7 @@
 #include "monitor.h"
 #include "runtime.h"
 #include "schedhooks.h"
+#include "scheduler.h"
 #include "sig.h"
 #include "ult.h"
 #include "vproc.h"
@@ -137,8 +138,23 @@ static bool lenders_due(struct vproc *v)
 	       deadline < atomic_load_explicit(&wake_at, memory_order_seq_cst);
 }
 
+void sys_place(void)
+{
+	if (ppl_likely(tls_per_thread))
+		return;
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v == NULL || v != ppl_rt.vps[0] || ppl_rt.nvps < 2)
+		return;
+	struct ult *self = v->current;
+	if (self == NULL || self == &ppl_rt.main_ult || self->home != NULL || self->bound ||
+	    self->foreign)
+		return;
+	sched_leave_initial();
+}
+
 struct vproc *sys_enter(void)
 {
+	sys_place();
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v == NULL || v->bound_to != NULL)
 		return NULL;   /* a foreign kernel thread, or a VP of one thread */
@@ -159,16 +175,31 @@ struct vproc *sys_enter(void)
 	return v;
 }
 
-void sys_leave(struct vproc *v)
+/* v's kernel thread is out of the announced call. */
+static void leave(struct vproc *v)
 {
-	if (v == NULL)
-		return;
 	int old = atomic_exchange_explicit(&v->in_syscall, SYS_OUT, memory_order_acq_rel);
 	if (ppl_unlikely(old == SYS_LENT)) {
 		int e = errno;
 		monitor_reclaim(v);
 		errno = e;
 	}
+}
+
+void sys_leave(struct vproc *v)
+{
+	/* The VP the thread is on now: a signal handler that switched it
+	 * out inside the call took the mark along (sys_mark_drop). */
+	if (v != NULL)
+		leave((struct vproc *)vp_current());
+}
+
+bool sys_mark_drop(struct vproc *v)
+{
+	if (atomic_load_explicit(&v->in_syscall, memory_order_relaxed) == SYS_OUT)
+		return false;
+	leave(v);
+	return true;
 }
 
 void monitor_reclaim(struct vproc *v)

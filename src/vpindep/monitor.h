@@ -31,12 +31,25 @@ static inline bool owns_kthread(void)
 	return v == NULL || v->bound_to != NULL;
 }
 
+/* Shared TLS: the main thread runs only on VP 0's kernel thread, which
+ * keeps the process's original TLS block (docs/tls.md), and a spare that
+ * stands in for VP 0 while another thread blocks that kernel thread in the
+ * kernel cannot run it: a reader blocked in read on VP 0 hung a main
+ * thread that was to write to it.  So another thread moves to another VP
+ * for its blocking call (with one VP there is none).  sys_enter and
+ * cancel_syscall_enter call it first. */
+void sys_place(void);
 /* Announce a possibly blocking call of the calling thread; returns its VP
  * (NULL when there is nothing to hand off: a foreign or bound thread).
  * Pass the result to sys_leave when the call has returned. */
 struct vproc *sys_enter(void);
 /* The call returned: take the VP back if the monitor lent it out.  Keeps errno. */
 void sys_leave(struct vproc *v);
+/* A signal handler switches its thread out of v inside an announced call:
+ * v's kernel thread is no longer in it (true if it was).  The thread
+ * announces the call again where it resumes (sys_enter), since the
+ * handler returns into it there. */
+bool sys_mark_drop(struct vproc *v);
 /* Start the monitor thread (ppl_runtime_start).  If no kernel thread can be
  * had, libppl runs without: a blocking call then stalls its VP's queue. */
 void monitor_start(void);

@@ -204,8 +204,9 @@ static bool work_waiting(struct vproc *self)
 /* Ticks a handler over the C library keeps its VP (about 4 ms each). */
 #define HANDLER_DEFERS 5
 
-/* Whether t runs a handler that interrupted the C library (its frame is
- * still below the recorded one: a handler left by siglongjmp is over). */
+/* Whether t runs a handler that interrupted the C library or libppl (its
+ * frame is still below the recorded one: one left by siglongjmp is over,
+ * and forgotten).  Recorded also without preemption: handler_marks. */
 static bool in_unsafe_handler(struct ult *t)
 {
 	uintptr_t f = t->sig_unsafe;
@@ -357,10 +358,15 @@ void preempt_point_run(void)
 void preempt_handler_enter(const void *uc)
 {
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || v->current == NULL || slice_ns == 0 || in_unsafe_handler(v->current))
+	if (v == NULL || v->current == NULL || in_unsafe_handler(v->current))
 		return;
 	if (protected_pc(vp_signal_pc(uc)))
 		v->current->sig_unsafe = (uintptr_t)uc;
+}
+
+bool preempt_in_handler(struct ult *self)
+{
+	return in_unsafe_handler(self);
 }
 
 void preempt_handler_leave(const void *uc)
@@ -405,10 +411,11 @@ bool preempt_kick(struct vproc *v)
 
 void preempt_init(void)
 {
+	/* The text ranges also without preemption: preempt_handler_enter. */
+	dl_iterate_phdr(add_object, NULL);
 	slice_ns = (int64_t)ppl_env_timeslice_us * 1000;
 	if (slice_ns == 0)
 		return;
-	dl_iterate_phdr(add_object, NULL);
 	int err = vp_tick_install(tick);
 	if (err)
 		ppl_fatal("cannot install the preemption signal handler (signal %d): %s",

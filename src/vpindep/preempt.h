@@ -26,11 +26,16 @@ void preempt_for_priority(struct vproc *v, const struct ult *t);
 bool preempt_kick(struct vproc *v);
 
 /* The trampoline runs an application handler over the interrupted
- * context uc: enter says whether the thread may be switched out meanwhile
- * (not over the C library's code), leave pays a preemption the handler
- * made due (it woke a higher priority thread) or has the tick come back. */
+ * context uc: enter records whether the tick may switch the thread out
+ * meanwhile (not over the C library's or libppl's code: struct ult's
+ * sig_unsafe, which switch_to also reads); leave pays a preemption the
+ * handler made due (it woke a higher priority thread) or has the tick
+ * come back. */
 void preempt_handler_enter(const void *uc);
 void preempt_handler_leave(const void *uc);
+/* Whether self, running, is inside such a handler still (one left by
+ * siglongjmp is forgotten here). */
+bool preempt_in_handler(struct ult *self);
 
 /* spincalls.c: find the C library's sched_getcpu, getcpu, time and
  * gettimeofday (at start-up: ppl_init). */

@@ -17,6 +17,8 @@
  * The set is looked at only off the usual path. */
 static inline bool ult_may_run(const struct ult *t, const struct vproc *v)
 {
+	if (ppl_unlikely(t->off_initial) && v == ppl_rt.vps[0])
+		return false;
 	if (ppl_likely(t->home == NULL || t->home == v))
 		return true;
 	unsigned id = (unsigned)v->vp.id;
@@ -162,5 +164,7 @@ void wake_idle_vp(void);
 void wake_for(struct ult *t);
 /* The VP whose queue a thread made ready goes on (no real-time victim). */
 struct vproc *push_target(struct ult *t);
+/* Shared TLS: where a thread that must leave VP 0 goes (switch.c). */
+struct vproc *off_initial_target(const struct ult *t);
 
 #endif

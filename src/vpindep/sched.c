@@ -69,11 +69,13 @@ void wake_idle_vp(void)
 struct vproc *push_target(struct ult *t)
 {
 	struct vproc *v = this_vp();
-	if (v && !v->dedicated && !v->retired)
+	if (v && !v->dedicated && !v->retired && ult_may_run(t, v))
 		return v;
 	v = t->vp;
-	if (v && !v->dedicated && !v->retired)
+	if (v && !v->dedicated && !v->retired && ult_may_run(t, v))
 		return v;
+	if (ppl_unlikely(t->off_initial))
+		return off_initial_target(t);
 	return ppl_rt.vps[0];
 }
 

@@ -95,6 +95,9 @@ bool sched_interrupt(struct ult *t, int need, int result);
 /* Yield the VP to another ready thread of at least the caller's priority,
  * if there is one. */
 void sched_yield_ult(void);
+/* Shared TLS: the caller moves from VP 0 to another VP (monitor.h's
+ * sys_place). */
+void sched_leave_initial(void);
 /* Yield to a ready thread of priority >= min, queueing the caller at the
  * back of its priority or, with front, at its head (preempted by a higher
  * one).  False if there was none (the caller goes on). */

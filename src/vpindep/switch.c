@@ -2,6 +2,7 @@
  * exit.  The switch itself is in switch.h. */
 #include "base.h"
 #include "monitor.h"
+#include "preempt.h"
 #include "runq.h"
 #include "runtime.h"
 #include "schedparam.h"
@@ -29,6 +30,26 @@ void ult_tls_entered(struct ult *self)
 	int e = errno;
 	self->tls_sel = ctx_tls_selector(self->ctx.tls);
 	self->ctx.tls_sel = self->tls_sel;
+	errno = e;
+}
+
+bool handler_marks_drop(struct vproc *v, struct ult *self, struct handler_marks *m)
+{
+	if (!preempt_in_handler(self))
+		return false;   /* left by siglongjmp: sig_unsafe is cleared */
+	m->cp = cancel_mark_drop(v, self, &m->cancel);
+	m->sys = sys_mark_drop(v);
+	return m->cp || m->sys;
+}
+
+void handler_marks_restore(struct ult *self, const struct handler_marks *m)
+{
+	int e = errno;
+	sys_place();   /* the call goes back to the kernel here: not on VP 0 */
+	if (m->cp)
+		cancel_mark_restore(this_vp(), self, &m->cancel);
+	if (m->sys)
+		sys_enter();
 	errno = e;
 }
 
@@ -103,16 +124,24 @@ static __attribute__((noinline)) bool plug_yield(struct vproc *v, struct ult *se
 	return true;
 }
 
+/* Up the chain of lenders (VP 0 -> spare A -> spare B when A's thread
+ * blocked too): B stands in for both, and two threads yielding to each
+ * other on B starved VP 0's queue (tp_sigmove on one VP: main waited
+ * there for good). */
 static __attribute__((noinline)) bool yield_lender(struct vproc *v, struct ult *self)
 {
 	struct vproc *lender = atomic_load_explicit(&v->lender, memory_order_relaxed);
-	struct ult *next;
-	if (lender == NULL || atomic_load_explicit(&lender->rq_len, memory_order_relaxed) == 0 ||
-	    (next = steal_lender(v, lender)) == NULL)
-		return false;
-	switch_to(v, self, next, requeue_cb, self);
-	sig_resumed(self);
-	return true;
+	for (int hops = 0; lender != NULL && hops < PPL_MAX_VPS; hops++) {
+		struct ult *next;
+		if (atomic_load_explicit(&lender->rq_len, memory_order_relaxed) != 0 &&
+		    (next = steal_lender(v, lender)) != NULL) {
+			switch_to(v, self, next, requeue_cb, self);
+			sig_resumed(self);
+			return true;
+		}
+		lender = atomic_load_explicit(&lender->lender, memory_order_acquire);
+	}
+	return false;
 }
 
 /* v: the caller's VP, not NULL. */
@@ -178,6 +207,26 @@ bool sched_yield_min(int min, bool front)
 		return true;
 	}
 	return yield_min(v, min, front);
+}
+
+struct vproc *off_initial_target(const struct ult *t)
+{
+	for (int k = 1; k < ppl_rt.nvps; k++) {
+		struct vproc *v = ppl_rt.vps[1 + (int)((t->id + (unsigned)k) % (unsigned)(ppl_rt.nvps - 1))];
+		if (v != NULL && !v->dedicated && !v->retired)
+			return v;
+	}
+	return ppl_rt.vps[0];   /* none: VP 0 runs it after all (rq_take) */
+}
+
+void sched_leave_initial(void)
+{
+	struct vproc *v = this_vp();
+	struct ult *self = v->current;
+	self->off_initial = true;
+	switch_away(v, self, requeue_cb, self);   /* push_target: another VP */
+	sig_resumed(self);
+	self->off_initial = false;
 }
 
 void sched_yield_ult(void)

@@ -4,6 +4,7 @@
 #ifndef PPL_SWITCH_H
 #define PPL_SWITCH_H
 
+#include "cancel.h"
 #include "cpuclock.h"
 #include "runq.h"
 #include "schedhooks.h"
@@ -45,11 +46,27 @@ static inline void set_current(struct vproc *v, struct ult *t)
 	atomic_store_explicit(&v->cur_prio, t ? t->prio : -1, memory_order_relaxed);
 }
 
+/* An application's signal handler that switches its thread out may run
+ * over a call libppl made for the thread (struct ult's sig_unsafe records
+ * the handler): a blocking call of the C library marks v "in a system
+ * call" and, as a cancellation point, "in a cancellable call".  The marks
+ * leave v with the thread and are put back on the VP where it resumes,
+ * since the handler returns into the call there (switch.c). */
+struct handler_marks {
+	bool sys;                  /* announced (sys_enter) */
+	bool cp;                   /* a cancellation point (cancel_syscall_enter) */
+	struct cancel_mark cancel;
+};
+bool handler_marks_drop(struct vproc *v, struct ult *self, struct handler_marks *m);
+void handler_marks_restore(struct ult *self, const struct handler_marks *m);
+
 /* Switch v from self to next (NULL: v's idle loop); fn(arg) runs once
  * self is saved. */
 static inline __attribute__((always_inline)) void switch_to(struct vproc *v, struct ult *self,
 							    struct ult *next, ctx_fn fn, void *arg)
 {
+	struct handler_marks marks;
+	bool marked = ppl_unlikely(self->sig_unsafe != 0) && handler_marks_drop(v, self, &marks);
 	struct ctx *to = &v->idle_ctx;
 	if (ppl_unlikely(self->alt.ss_sp != NULL))
 		sig_alt_leave(self, v);
@@ -73,6 +90,8 @@ static inline __attribute__((always_inline)) void switch_to(struct vproc *v, str
 		/* Resumed: possibly on another VP. */
 		*errno_slot() = self->saved_errno;
 	}
+	if (ppl_unlikely(marked))
+		handler_marks_restore(self, &marks);
 	if (ppl_unlikely(self->migrating))
 		sched_migrate_arrived(self);
 }

@@ -64,11 +64,16 @@ struct ult {
 				    * gettid() keeps the id it had (threadid.c) */
 	bool robust_own;           /* a robust-list head of its own, by raw
 				    * set_robust_list (robustlist.c) */
-	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
+	/* The frame of its outermost handler that interrupted code where the
+	 * tick may not switch it out (the C library's or libppl's), or 0
+	 * (preempt.c); switch_to reads it on every switch (handler_marks). */
+	uintptr_t sig_unsafe;
 	bool plug_queued;          /* held by the installed scheduler (schedplug.c) */
 	_Atomic bool async_owed;   /* an asynchronous request the monitor watches
 				    * until the thread acts or exits (cancel.c);
 				    * here, in a hole, to keep the TCB 1,024 bytes */
+	bool off_initial;          /* shared TLS: on its way to a blocking call, which
+				    * VP 0 must not make for it (sys_place) */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: its glibc block (thread pointer):
 				    * at its stack's top (tls_in_stack), going with the
@@ -134,9 +139,7 @@ struct ult {
 				    * only by itself, installed on its VP when it resumes */
 	_Atomic uint64_t sigpending; /* directed at it and not yet raised */
 	_Atomic uint64_t sigwaiting; /* in sigwait & co. for these, or sigsuspend opens them (signal.c) */
-	uintptr_t sig_unsafe;      /* the frame of its outermost handler that runs over
-				    * code where it may not be switched out (the C
-				    * library's), or 0 (preempt.c) */
+	long long sched_key;       /* ppl_sched_setkey's key (schedplug.c), inherited */
 	bool sig_yielding;         /* yields after a handler it took (sigroute.c) */
 	_Atomic bool sig_done;     /* exiting: takes no more claims of the process's */
 	bool in_sigframe;          /* in libppl's part of a signal handler: the tick, the trampoline */
@@ -196,5 +199,6 @@ struct ult {
 #define CANCEL_ASYNC    2          /* PTHREAD_CANCEL_ASYNCHRONOUS */
 #define CANCEL_PENDING  4          /* pthread_cancel was called */
 #define CANCEL_ACTING   8          /* unwinding (cancelled or pthread_exit): no more acting */
+
 
 #endif
