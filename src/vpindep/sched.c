@@ -120,6 +120,11 @@ static bool take_sleeper(struct vproc *v)
 void wake_for(struct ult *t)
 {
 	struct vproc *home = t->home;
+	/* Leaving VP 0 (sys_place): VP 0 may not take it, so the VP it was
+	 * queued on, not any idle one (VP 0 spun, found nothing it could
+	 * run and slept, and so did the VP holding it). */
+	if (ppl_unlikely(t->off_initial))
+		home = t->queued_on;
 	if (ppl_likely(home == NULL))
 		wake_idle_vp();
 	else if (home != this_vp() && take_sleeper(home))
