@@ -138,10 +138,8 @@ static bool lenders_due(struct vproc *v)
 	       deadline < atomic_load_explicit(&wake_at, memory_order_seq_cst);
 }
 
-void sys_place(void)
+void sys_place_shared(void)
 {
-	if (ppl_likely(tls_per_thread))
-		return;
 	struct vproc *v = (struct vproc *)vp_current();
 	if (v == NULL || v != ppl_rt.vps[0] || ppl_rt.nvps < 2)
 		return;

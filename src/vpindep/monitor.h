@@ -37,8 +37,13 @@ static inline bool owns_kthread(void)
  * kernel cannot run it: a reader blocked in read on VP 0 hung a main
  * thread that was to write to it.  So another thread moves to another VP
  * for its blocking call (with one VP there is none).  sys_enter and
- * cancel_syscall_enter call it first. */
-void sys_place(void);
+ * cancel_syscall_enter call it first: with per-thread TLS, one test. */
+void sys_place_shared(void);
+static inline void sys_place(void)
+{
+	if (ppl_unlikely(!tls_per_thread))
+		sys_place_shared();
+}
 /* Announce a possibly blocking call of the calling thread; returns its VP
  * (NULL when there is nothing to hand off: a foreign or bound thread).
  * Pass the result to sys_leave when the call has returned. */

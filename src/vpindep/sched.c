@@ -68,14 +68,14 @@ void wake_idle_vp(void)
  * sem_wait, as only a bound thread may (Open POSIX pthread_join/6-3). */
 struct vproc *push_target(struct ult *t)
 {
+	if (ppl_unlikely(t->off_initial))
+		return off_initial_target(t);   /* leaving VP 0 (sys_place) */
 	struct vproc *v = this_vp();
-	if (v && !v->dedicated && !v->retired && ult_may_run(t, v))
+	if (v && !v->dedicated && !v->retired)
 		return v;
 	v = t->vp;
-	if (v && !v->dedicated && !v->retired && ult_may_run(t, v))
+	if (v && !v->dedicated && !v->retired)
 		return v;
-	if (ppl_unlikely(t->off_initial))
-		return off_initial_target(t);
 	return ppl_rt.vps[0];
 }
 
