@@ -6,7 +6,8 @@ A suite's runner makes Test objects (name, family, exe), builds them and
 calls run_all, which runs them, re-runs failures, prints the report and
 returns the exit status.  The runner's opts carry what differs: the time
 limit, the exit codes of its test driver (opts.exit_codes), the
-environment (opts.env), the jobs and rounds, --racy, --allow-fail.
+environment (opts.env), the jobs and rounds, --racy, --undefined,
+--allow-fail.
 """
 
 import concurrent.futures
@@ -105,6 +106,7 @@ class Test:
         self.race = set()     # libppl modes whose failure NPTL shares (recheck)
         self.killed = {}      # mode -> who sent the SIGKILL that ended it (KillTrace)
         self.stall = set()    # libppl modes whose time-out was the kernel's (recheck)
+        self.undefined = False  # its verdict rests on undefined behaviour (--undefined)
         self.lock = None      # a callable returning a context manager held while it runs
 
 
@@ -384,6 +386,18 @@ def run_test(t, opts, out):
         run_modes(t, opts, out)
 
 
+# The verdicts a test reaches by itself (its driver's exit codes), as
+# against a hang, a crash or a bad exit.
+VERDICTS = ('FAIL', 'UNRESOLVED')
+
+
+def excused_verdict(t, res):
+    """A test that --undefined lists (its verdict rests on behaviour POSIX
+    leaves undefined) failed by its own verdict: reported, not counted.  A
+    hang or a crash there still counts."""
+    return t.undefined and res in VERDICTS
+
+
 def recheck(t, opts, out):
     """Re-run a test NPTL passed and libppl did not, NPTL and the failing
     modes in turn, to tell a libppl failure from a race in the test that
@@ -396,13 +410,20 @@ def recheck(t, opts, out):
     rounds = 0
     for rounds in range(1, opts.rounds + 1):
         kind_of = lambda m: 'rerun-%s/%d' % (m, rounds)
-        res = run_one(t, 'native', opts, out, 3 * opts.timeout, kind_of('native'))
-        fails['native'] += res != 'PASS'
+        failed = lambda res: res != 'PASS' and not excused_verdict(t, res)
+        fails['native'] += failed(run_one(t, 'native', opts, out, 3 * opts.timeout,
+                                          kind_of('native')))
         limit = max(opts.timeout, 3 * t.secs.get('native', 0))
         for m in modes:
-            fails[m] += run_one(t, m, opts, out, limit, kind_of(m)) != 'PASS'
-        if all(not same_rate(fails[m], fails['native']) for m in modes):
-            break   # significantly worse already: a hang costs five rounds
+            fails[m] += failed(run_one(t, m, opts, out, limit, kind_of(m)))
+        # Significantly worse already: a hang costs five rounds.  Not a
+        # test --racy lists, whose rate a few rounds misjudge (the Open
+        # POSIX pthread_mutex_init/5-3 stopped at 8 rounds, NPTL 0 and
+        # libppl 5, in a rehearsal; side by side here NPTL lost it 17
+        # times in 90, libppl 1).
+        if t.name not in opts.racy and all(not same_rate(fails[m], fails['native'])
+                                           for m in modes):
+            break
     t.rerun = dict(fails, rounds=rounds)
     # NPTL must lose it too in the re-runs, unless the test's own code is
     # known to race (--racy): NPTL may just be lucky there.
@@ -462,13 +483,16 @@ def run_all(tests, known, opts, out, tag):
     try:
         # Longest first, by NPTL's time in the last run where there was one,
         # so that a long test does not start last and run alone at the end.
+        for t in tests:
+            t.undefined = t.name in getattr(opts, 'undefined', {})
         longest = sorted(tests, key=lambda t: opts.native.last_secs(t.name), reverse=True)
         parallel(run_test, longest, opts, out, 'run')
         for t in tests:
             opts.native.put(t.name, t.exe['native'], t.result['native'], t.secs.get('native', 0))
         opts.native.save()
         again = [t for t in tests if t.result['native'] == 'PASS' and t.name not in known and
-                 any(t.result[m] != 'PASS' for m in MODES[1:])]
+                 any(t.result[m] != 'PASS' and not excused_verdict(t, t.result[m])
+                     for m in MODES[1:])]
         if again and opts.rounds:
             print('%s: re-running %d test(s) libppl failed, with NPTL, up to %d rounds' %
                   (tag, len(again), opts.rounds), flush=True)
@@ -501,9 +525,12 @@ def report(tests, known, out, elapsed):
     nptl_ok = [t for t in tests if t.result['native'] == 'PASS']
     nptl_bad = [t for t in tests if t.result['native'] != 'PASS']
     failing = [t for t in nptl_ok if any(t.result[m] != 'PASS' for m in MODES[1:])]
-    excused = lambda t, m: t.result[m] == 'PASS' or m in t.race or m in t.stall
+    excused = lambda t, m: (t.result[m] == 'PASS' or m in t.race or m in t.stall or
+                            excused_verdict(t, t.result[m]))
     races = [t for t in failing if all(excused(t, m) for m in MODES[1:])]
-    regress = [t for t in failing if t not in races]
+    undefined = [t for t in races if any(excused_verdict(t, t.result[m]) for m in MODES[1:])]
+    races = [t for t in races if t not in undefined]
+    regress = [t for t in failing if t not in races and t not in undefined]
     wins = [t for t in nptl_bad if any(t.result[m] == 'PASS' for m in MODES[1:])]
     failed = [t for t in regress if t.name not in known]
 
@@ -527,6 +554,8 @@ def report(tests, known, out, elapsed):
     for t in races:
         print('  %-50s %s; re-runs failed: %s' % (
             t.name, ' '.join('%s=%s' % (m, t.result[m]) for m in MODES[1:]), rerun_counts(t)))
+    show('Verdicts on behaviour POSIX leaves undefined (--undefined; a hang or a crash'
+         ' there counts); not counted', undefined, MODES[1:])
     show('Wins (libppl passes, NPTL does not)', wins, MODES)
     stale = sorted(n for n in known if n in {t.name for t in tests}
                    and n not in {t.name for t in regress})

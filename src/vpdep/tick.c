@@ -18,6 +18,7 @@
  * and never be preempted again; SA_RESTART restarts the system calls a tick
  * interrupts, where the kernel allows it. */
 #include <errno.h>
+#include <string.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -109,6 +110,48 @@ void vp_tick_stop(struct vp *vp)
 	if (!atomic_exchange_explicit(&vp->tick_on, false, memory_order_acq_rel))
 		return;
 	vp_syscall(SYS_timer_delete, (int)vp->tick);
+}
+
+uintptr_t vp_signal_sp(const void *uc)
+{
+	const ucontext_t *u = uc;
+#if defined(__x86_64__)
+	return (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+	return (uintptr_t)u->uc_mcontext.sp;
+#else
+#error "add the interrupted stack pointer of this architecture's ucontext"
+#endif
+}
+
+#if defined(__x86_64__)
+static const unsigned char syscall_insn[2] = { 0x0f, 0x05 };   /* syscall */
+#define RESULT_REG(u) ((long)(u)->uc_mcontext.gregs[REG_RAX])
+#elif defined(__aarch64__)
+static const unsigned char syscall_insn[4] = { 0x01, 0x00, 0x00, 0xd4 };   /* svc #0 */
+#define RESULT_REG(u) ((long)(u)->uc_mcontext.regs[0])
+#endif
+
+static bool syscall_insn_at(uintptr_t pc)
+{
+	unsigned char at[sizeof syscall_insn];
+	return vp_copy_in(at, (const void *)pc, sizeof at) == 0 &&
+	       memcmp(at, syscall_insn, sizeof at) == 0;
+}
+
+bool vp_signal_in_syscall(const void *uc)
+{
+	/* The kernel leaves the PC on the system call instruction for a
+	 * restart (SA_RESTART: every handler libppl installs), or just
+	 * after it with -EINTR in the result register. */
+	uintptr_t pc = vp_signal_pc(uc);
+	return syscall_insn_at(pc) ||
+	       (RESULT_REG((const ucontext_t *)uc) == -EINTR && syscall_insn_at(pc - sizeof syscall_insn));
+}
+
+bool vp_signal_after_syscall(const void *uc)
+{
+	return syscall_insn_at(vp_signal_pc(uc) - sizeof syscall_insn);
 }
 
 uintptr_t vp_signal_pc(const void *uc)

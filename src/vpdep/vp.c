@@ -357,6 +357,11 @@ void vp_fork_child(struct vp *vp)
 {
 	atomic_store_explicit(&vp->tid, (int)vp_syscall(SYS_gettid), memory_order_release);
 	atomic_store_explicit(&vp->tick_on, false, memory_order_relaxed);
+	/* A child starts with nothing pending: signals held for the
+	 * parent's threads (sigdefer.c) are not its own. */
+	atomic_store_explicit(&vp->held, 0, memory_order_relaxed);
+	atomic_store_explicit(&vp->held_blocked, 0, memory_order_relaxed);
+	atomic_store_explicit(&vp->held_busy, 0, memory_order_relaxed);
 	if (backend()->fork_child != NULL)
 		backend()->fork_child(vp);
 }

@@ -55,6 +55,13 @@ struct vp {
 	int crit;
 	uint64_t kmask;
 	_Atomic uint64_t deferred;
+	/* ... and those put off until the thread running here leaves
+	 * libppl's code (vp_signal_hold): taken, their siginfo kept in
+	 * held_si; a second instance of a queued signal, blocked and queued
+	 * again on the kernel thread (held_blocked). */
+	_Atomic uint64_t held, held_blocked;
+	_Atomic uint64_t held_busy;   /* a slot being written or taken */
+	siginfo_t held_si[64];
 	/* The kernel scheduling class the kernel thread has (VP_CLASS), set
 	 * by vp_set_class under class_lock; read without it. */
 	_Atomic int kclass;
@@ -519,8 +526,53 @@ _Noreturn void vp_kthread_exit(void *result);
  * and co.), whose instruction would only fault again: the caller's
  * handlers of those are never put off (sigaction.c does not wrap them). */
 bool vp_signal_defer(int sig, siginfo_t *si, void *uc);
-/* Unblock the signals put off, once the last lock is gone (vp_crit_leave). */
+/* Unblock the signals put off, once the last lock is gone (vp_crit_leave),
+ * but those the code running there blocks on its own (the keeper says
+ * which), which go back to the process or the runtime's routing.  The
+ * mask a put-off signal added is no mask of the code's: read as one, the
+ * unlock sent every put-off signal back and left it blocked on the kernel
+ * thread, where the thread then waited in the kernel deaf to it. */
 void vp_signal_flush(struct vp *vp);
+/* The same on the way out of a handler frame (uc), into code that holds no
+ * lock: the signals put off are taken out of the mask its sigreturn gives
+ * back (what a keeper's VP_SIGNALS_LATER left for then). */
+void vp_signal_flush_uc(struct vp *vp, void *uc);
+/* The signals that code running with mask in_force on this kernel thread
+ * blocks on its own, put_off being those put off there (in in_force too);
+ * VP_SIGNALS_LATER if that code is libppl's part of a handler, whose own
+ * mask holds them until its sigreturn.  Without a keeper, in_force. */
+#define VP_SIGNALS_LATER UINT64_MAX
+void vp_signal_set_keeper(uint64_t (*keep)(uint64_t in_force, uint64_t put_off));
+/* The same for a handler that interrupted libppl's code with no lock held
+ * (the caller decides when: sigaction.c): the signal is taken and kept,
+ * with its siginfo, in the calling VP until vp_signal_release.  Taken, not
+ * left pending: a second instance sent meanwhile would find it pending on
+ * the kernel thread as well as on the process, and the kernel, which
+ * delivers libppl's handlers with SA_NODEFER, stacked the two frames at
+ * once (a third with another signal: 10 KiB, a PTHREAD_STACK_MIN thread's
+ * stack overflowed in tp_signest_min).  Another instance of a signal held
+ * already is blocked and queued again on the kernel thread (held_blocked),
+ * as under a lock. */
+void vp_signal_hold(int sig, const siginfo_t *si, void *uc);
+static inline bool vp_signals_held(const struct vp *vp)
+{
+	return (atomic_load_explicit(&vp->held, memory_order_relaxed) |
+		atomic_load_explicit(&vp->held_blocked, memory_order_relaxed)) != 0;
+}
+/* On vp's kernel thread, where the held signals may run: send each to
+ * this kernel thread again with its siginfo.  Inside a handler whose frame
+ * uc returns to such code, they wait (blocked) for its sigreturn, and
+ * blocked ones are cleared from uc's mask; with uc NULL they run at once,
+ * one by one, and a handler that moves the thread (vp_current() is no
+ * longer vp) ends the round, the rest waiting for vp's next.  Those in
+ * `blocked` (the running thread's mask) go back to the process or the
+ * runtime's routing instead. */
+void vp_signal_release(struct vp *vp, uint64_t blocked, void *uc);
+/* From another kernel thread: take vp's held signals (not the blocked
+ * second instances) and send them to the process or the runtime's routing
+ * (a poke to the thread it was for), as a release would for a thread that
+ * blocks them. */
+void vp_signal_reclaim(struct vp *vp);
 /* Who takes a signal put off here that the kernel thread blocks by the
  * last unlock (the thread running there blocks it, or libppl's part of a
  * handler holds it off): route(sig, si) with the kernel's siginfo, true if
@@ -576,6 +628,14 @@ void vp_tick_soon(struct vp *vp, int64_t first_ns);
 void vp_tick_stop(struct vp *vp);
 /* The program counter the signal interrupted, from the handler's ucontext. */
 uintptr_t vp_signal_pc(const void *uc);
+/* ... its stack pointer. */
+uintptr_t vp_signal_sp(const void *uc);
+/* Whether the signal interrupted a system call (which the handler's
+ * return restarts or fails with EINTR), not an instruction of the code. */
+bool vp_signal_in_syscall(const void *uc);
+/* ... or came as one returned (whatever its result: raise's tgkill, a
+ * write's SIGPIPE). */
+bool vp_signal_after_syscall(const void *uc);
 
 /* ---- futexes (foreign kernel threads, VP sleep, process-shared objects) ---- */
 

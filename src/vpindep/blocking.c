@@ -23,6 +23,7 @@
 #include "cancel.h"
 #include "fork.h"
 #include "monitor.h"
+#include "preempt.h"
 #include "vproc.h"
 
 /* preload's door to vpdep's one resolver (dl.c's dlopen). */
@@ -38,6 +39,7 @@ void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version)
 	ret ppl_##name params                                                      \
 	{                                                                          \
 		ret (*f) params = (ret (*) params)vp_libc_fn(&next_##name, #name, NULL); \
+		preempt_release_before_wait();                                     \
 		struct vproc *v = sys_enter();                                     \
 		ret result = f args;                                               \
 		sys_leave(v);                                                      \
@@ -52,6 +54,7 @@ void *ppl_next_fn(void *_Atomic *slot, const char *name, const char *version)
 	ret fn params                                                              \
 	{                                                                          \
 		ret (*f) params = (ret (*) params)vp_libc_fn(&next_##name, #name, NULL); \
+		preempt_release_before_wait();                                     \
 		struct vproc *cv = cancel_syscall_enter(NULL, NULL);                   \
 		struct vproc *v = sys_enter();                                     \
 		ret result = f args;                                               \

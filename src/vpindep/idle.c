@@ -196,6 +196,10 @@ void sched_vp_main(struct vp *vp)
 		 * it while the thread runs elsewhere. */
 		if (ppl_unlikely(vp_altstack_current(vp) != NULL))
 			vp_altstack_use(vp, NULL);
+		/* Signals held while a thread that has left ran libppl's code
+		 * (sig.h): the loop routes them to threads that take them. */
+		if (ppl_unlikely(vp_signals_held(vp)))
+			preempt_release_held(v, 0, NULL);
 		if (ppl_unlikely(atomic_load_explicit(&v->halt, memory_order_relaxed)))
 			retire_halt_point(v);
 		int64_t left = sched_run_timers(v);

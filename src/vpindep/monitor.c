@@ -34,6 +34,7 @@
 #include "base.h"
 #include "cancel.h"
 #include "monitor.h"
+#include "preempt.h"
 #include "runtime.h"
 #include "schedhooks.h"
 #include "scheduler.h"
@@ -375,10 +376,16 @@ static int64_t scan(int64_t now)
 	bool owed = cancel_async_owed();
 	if (owed)
 		wait_min(&wait, POLL_SLOW_NS);
+	/* Signals held over libppl's code (sig.h) that wait too long. */
+	bool held = atomic_load_explicit(&preempt_nheld, memory_order_seq_cst) != 0;
+	if (held)
+		wait_min(&wait, POLL_SLOW_NS);
 	for (int i = 0; i < ppl_rt.nvps_total; i++) {
 		struct vproc *v = ppl_rt.vps[i];
 		if (owed && v != NULL)
 			cancel_async_watch(v);
+		if (held && v != NULL)
+			preempt_held_watch(v, now);
 		/* A retired VP still counts while its kernel thread is in a
 		 * call or runs its last thread (which may block unannounced):
 		 * threads pushed on it just before it retired, and timers

@@ -67,6 +67,7 @@ struct park_req {
 	struct ult *self;
 	spin_t *lock;
 	int64_t deadline;    /* monotonic ns, or -1 */
+	int64_t realtime;    /* the CLOCK_REALTIME deadline it stands for, or -1 */
 };
 
 static void park_timeout(struct timer *tm)
@@ -96,7 +97,7 @@ static void park_cb(void *arg)
 	spin_t *lock = r->lock;
 	int64_t deadline = r->deadline;
 	if (deadline >= 0)
-		timer_arm(&self->timer, deadline, park_timeout);
+		timer_arm(&self->timer, deadline, r->realtime, park_timeout);
 	if (lock)
 		spin_unlock(lock);
 	/* A VP busy with threads that park and wake each other never idles:
@@ -143,8 +144,11 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	if (v == NULL)
 		flags &= ~PARK_INTR;   /* a foreign thread gets its signals from the kernel */
 	struct ult *self = v ? v->current : ult_self();
+	int64_t realtime = -1;
 	if (abstime) {
 		deadline = deadline_mono_ns(abstime, clk);
+		if (clk == CLOCK_REALTIME && deadline > 0)
+			realtime = timespec_to_ns(abstime);
 		if (deadline < 0) {
 			if (lock) {
 				if (q)
@@ -195,7 +199,7 @@ static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, c
 	if (ppl_hook_on(PPL_HOOK_SCHED))
 		plug_blocked(self);
 	self->park_since = clock_coarse_ns();
-	struct park_req r = { self, lock, deadline };
+	struct park_req r = { self, lock, deadline, realtime };
 	switch_away(v, self, park_cb, &r);
 	if (deadline >= 0)
 		timer_cancel(&self->timer);
@@ -264,7 +268,7 @@ int sched_sleep_until(int64_t deadline)
 	if (ppl_hook_on(PPL_HOOK_SCHED))
 		plug_blocked(self);
 	self->park_since = clock_coarse_ns();
-	struct park_req r = { self, NULL, deadline };
+	struct park_req r = { self, NULL, deadline, -1 };
 	switch_away(v, self, park_cb, &r);
 	timer_cancel(&self->timer);
 	sig_resumed(self);

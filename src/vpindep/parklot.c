@@ -40,6 +40,7 @@
 #include "cancel.h"
 #include "monitor.h"
 #include "parklot.h"
+#include "preempt.h"
 #include "runtime.h"
 #include "scheduler.h"
 #include "ult.h"
@@ -192,6 +193,7 @@ bool pshared_interrupt(struct ult *t, bool async)
 
 static int wait_common(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns, bool cp)
 {
+	preempt_release_before_wait();
 	struct ult *self = ult_self();
 	if (owns_kthread()) {
 		/* Blocking the kernel thread blocks nobody else. */

@@ -42,6 +42,8 @@
 #include "base.h"
 #include "cancel.h"
 #include "cpuclock.h"
+#include "monitor.h"
+#include "parklot.h"
 #include "preempt.h"
 #include "runtime.h"
 #include "schedhooks.h"
@@ -90,6 +92,16 @@ static bool own_pc(uintptr_t pc)
 {
 	const struct range *r = range_at(pc);
 	return r != NULL && r->own;
+}
+
+bool preempt_own_pc(uintptr_t pc)
+{
+	return own_pc(pc);
+}
+
+bool preempt_foreign_pc(uintptr_t pc)
+{
+	return foreign_pc(pc);
 }
 
 /* Who called libppl: the first return address out of libppl's text, found
@@ -219,6 +231,83 @@ static bool in_unsafe_handler(struct ult *t)
 	return false;
 }
 
+/* ---- signals held over libppl's code (sig.h) --------------------------------------- */
+
+_Atomic int preempt_nheld PPL_HIDDEN;
+
+void preempt_note_held(struct vproc *v)
+{
+	vp_kstate_changed();   /* the next resume here looks (sig_resumed) */
+	if (!atomic_exchange_explicit(&v->held_owed, true, memory_order_acq_rel)) {
+		atomic_store_explicit(&v->held_since, clock_now_ns(CLOCK_MONOTONIC),
+				      memory_order_relaxed);
+		atomic_fetch_add_explicit(&preempt_npending, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&preempt_nheld, 1, memory_order_seq_cst);
+		monitor_kick();   /* to watch it (preempt_held_watch) */
+	}
+	if (slice_ns != 0 && vp_tick_running(&v->vp))
+		vp_tick_soon(&v->vp, 1);
+}
+
+static void held_paid(struct vproc *v)
+{
+	if (atomic_exchange_explicit(&v->held_owed, false, memory_order_acq_rel)) {
+		atomic_fetch_sub_explicit(&preempt_npending, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&preempt_nheld, 1, memory_order_relaxed);
+	}
+}
+
+void preempt_release_held(struct vproc *v, uint64_t blocked, void *uc)
+{
+	held_paid(v);   /* before: a handler the release runs may hold again */
+	vp_signal_release(&v->vp, blocked, uc);
+}
+
+/* The thread may never come to a point where they run: it blocks in a
+ * call libppl does not announce (pause(), a raw futex, a FIFO's open)
+ * right after, or spins inside libppl; on NPTL the handler would have run
+ * there, or in another thread that takes the signal.  So after HELD_NS
+ * the monitor takes them back and sends them to the process or the
+ * thread they were for again (vp_signal_reclaim), to land where they can
+ * run (or be held again, a look later). */
+#define HELD_NS 1000000LL
+
+void preempt_held_watch(struct vproc *v, int64_t now)
+{
+	if (!atomic_load_explicit(&v->held_owed, memory_order_acquire) ||
+	    now - atomic_load_explicit(&v->held_since, memory_order_relaxed) < HELD_NS)
+		return;
+	held_paid(v);
+	vp_signal_reclaim(&v->vp);
+	/* A second instance stays blocked on the kernel thread
+	 * (held_blocked) till a release point.  A thread in a kernel-level
+	 * wait gets one by a spurious wake-up: its caller waits again, past
+	 * preempt_release_before_wait.  (It can have got there after that
+	 * release, the signal landing in libppl's last steps into the wait.) */
+	struct ult *t = v->current;
+	if (t != NULL && vp_signals_held(&v->vp))
+		(void)pshared_interrupt(t, true);
+}
+
+/* At a preempt_point: the handlers run here and now (they may switch the
+ * thread out, which this point allows). */
+static void release_at_point(struct vproc *v)
+{
+	struct ult *self = v->current;
+	if (self == NULL || vp_in_crit(&v->vp))
+		return;
+	uint8_t safe = sig_safe_enter(self);
+	preempt_release_held(v, sig_thread_blocks(self), NULL);
+	sig_safe_leave(self, safe);
+}
+
+void preempt_release_before_wait_run(struct vproc *v)
+{
+	/* No test of bound_to: a VP bound to its thread never holds
+	 * (sigaction.c's held_in_libppl). */
+	release_at_point(v);
+}
+
 /* ---- the handler --------------------------------------------------------------- */
 
 /* What the tick should do to v's current thread `cur`, by POSIX's
@@ -296,15 +385,25 @@ static void tick_body(void *uc)
  * to interrupted code that is a safe point. */
 static void tick(void *uc)
 {
+	struct vproc *cv = (struct vproc *)vp_current();
 	/* The running thread's CPU-time timers (cputimer.c), checked before
 	 * it may be switched out; not inside a lock (theirs, maybe). */
-	struct vproc *cv = (struct vproc *)vp_current();
 	if (cv != NULL && cv->current != NULL && cv->bound_to == NULL && !vp_in_crit(&cv->vp)) {
 		cpuclock_tick(cv->current);
 		cputimer_tick(cv->current);
 	}
 	struct sig_frame f;
 	struct ult *self = sig_frame_enter(&f);   /* resumed in here: signals after it */
+	/* Signals held while the thread ran libppl's code (sigaction.c): in
+	 * the program's code now, where they run at this frame's sigreturn
+	 * (sent again now, blocked by the frame).  Still in libppl: come
+	 * back soon. */
+	if (ppl_unlikely(cv != NULL && vp_signals_held(&cv->vp)) && self != NULL) {
+		if (!vp_in_crit(&cv->vp) && !protected_pc(vp_signal_pc(uc)))
+			preempt_release_held(cv, sig_thread_blocks(self), uc);
+		else
+			vp_tick_soon(&cv->vp, 1);
+	}
 	tick_body(uc);
 	sig_frame_leave(self, &f, uc);
 	struct vproc *v = (struct vproc *)vp_current();
@@ -349,10 +448,20 @@ void preempt_point_run(void)
 	 * waited in pthread_create for good.  The tick pays the debt later,
 	 * at a safe point. */
 	struct vproc *v = (struct vproc *)vp_current();
-	if (v == NULL || !atomic_load_explicit(&v->preempt_pending, memory_order_relaxed))
+	if (v == NULL)
+		return;   /* a kernel thread that is no VP */
+	bool held = atomic_load_explicit(&v->held_owed, memory_order_relaxed);
+	if (!atomic_load_explicit(&v->preempt_pending, memory_order_relaxed) && !held)
 		return;   /* another VP's debt */
-	if (!foreign_pc(libppl_caller()))
-		preempt_deferred_run();
+	if (foreign_pc(libppl_caller()))
+		return;
+	if (held) {
+		release_at_point(v);
+		v = (struct vproc *)vp_current();   /* a handler may have moved us */
+		if (v == NULL || !atomic_load_explicit(&v->preempt_pending, memory_order_relaxed))
+			return;
+	}
+	preempt_deferred_run();
 }
 
 void preempt_handler_enter(const void *uc)
@@ -447,4 +556,7 @@ void preempt_fork_child(struct vproc *v, struct ult *self)
 {
 	atomic_store_explicit(&v->prio_kick, false, memory_order_relaxed);
 	atomic_store_explicit(&v->preempt_pending, false, memory_order_relaxed);
+	atomic_store_explicit(&v->held_owed, false, memory_order_relaxed);
+	atomic_store_explicit(&preempt_npending, 0, memory_order_relaxed);   /* the only VP */
+	atomic_store_explicit(&preempt_nheld, 0, memory_order_relaxed);
 }

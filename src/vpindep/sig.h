@@ -115,8 +115,55 @@ uint64_t sig_held_set(void);
 /* ... and notes the mask the frame's sigreturn gives back (which may be on
  * another VP's kernel thread than the frame began on) in the VP, as
  * sig_note_sigreturn does for a handler frame that has no such part. */
-void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc);
-void sig_note_sigreturn(const void *uc);
+void sig_frame_leave(struct ult *self, const struct sig_frame *f, void *uc);
+void sig_note_sigreturn(void *uc);
+/* Tells vpdep which signals put off under a lock the code running now
+ * blocks on its own (vp_signal_set_keeper). */
+void sig_flush_keeper_set(void);
+
+/* ---- handlers over libppl's own code (sigaction.c) ------------------------------
+ * libppl's code keeps its VP in variables (`v = this_vp()` ... `v->current`),
+ * with or without a lock.  An application's handler may switch its thread
+ * out (it sleeps, yields, waits for a mutex) and the thread resume on
+ * another VP, where that code would go on with the old VP in hand.  So a
+ * handler that interrupts libppl's own text waits, as one inside a lock
+ * does (vp_signal_hold: blocked on the kernel thread), until the thread is
+ * at a point where it may move: back in the program's code (the next tick,
+ * or the next handler's frame, lets it in: vp_signal_release), at a switch
+ * (the next thread's mask installed there lets it in, sig_resumed), the
+ * VP's idle loop, or a point marked by sig_safe_enter.  Not inside a
+ * blocking call libppl announces (sys_enter: a handler there runs at once,
+ * and the call goes on where it resumes, switch.c's handler_marks), nor
+ * for a thread bound to its VP, which never moves. */
+
+/* Around libppl's code that raises a signal of the caller's to itself, or
+ * unblocks one, and may lose its VP to the handler (pthread_kill of self,
+ * pthread_sigmask, sig_resumed): the handler runs there and then, as on
+ * NPTL.  Only one the kernel delivers as a system call there returns (the
+ * tgkill, the rt_sigprocmask): the code after each call looks its VP up
+ * again, but a signal sent from elsewhere lands anywhere, between a VP's
+ * lookup and its use too.  vp_set_sigmask recorded the mask it installed
+ * in the VP it had left, whose kernel thread went on blocking what that
+ * VP's next thread opened (tp_sighandler_mask: raise() returned before its
+ * handler ran); such a signal is held, as in any other libppl code.
+ * Returns what sig_safe_leave restores. */
+static inline uint8_t sig_safe_enter(struct ult *self)
+{
+	uint8_t was = self->sig_safe;
+	self->sig_safe = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	return was;
+}
+static inline void sig_safe_leave(struct ult *self, uint8_t was)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	self->sig_safe = was;
+}
+/* The signals t blocks now: its mask, less what a call it is in opens. */
+static inline uint64_t sig_thread_blocks(const struct ult *t)
+{
+	return t->sigmask & ~atomic_load_explicit(&t->sigwaiting, memory_order_relaxed);
+}
 /* signal.c: a call with a temporary mask (sigsuspend, ppoll, pselect,
  * epoll_pwait) publishes the signals it unblocks (ult.sigwaiting) while it
  * runs, so that a process-directed one reaches it. */

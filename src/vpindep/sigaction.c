@@ -184,6 +184,83 @@ void sig_default_action(int sig)
 	spin_unlock(&acts.lock);
 }
 
+/* Words above the interrupted stack pointer searched for a return into
+ * libppl: the C library's and the vDSO's functions libppl calls (memcpy,
+ * __errno_location, clock_gettime) keep small frames. */
+#define CALLER_WORDS 32
+
+/* The signal interrupted libppl's code, or a function of the C library or
+ * the vDSO that libppl called (a return address into libppl's text just
+ * above the stack pointer).  Not a system call of the C library's, nor the
+ * program's own syscall(2) that libppl makes for it (its section of its
+ * own): a program's blocking call that libppl does not announce must see
+ * its handler as on NPTL, and a stale return address left in its frame
+ * must not hold it off. */
+static bool interrupted_libppl(const void *uc)
+{
+	uintptr_t pc = vp_signal_pc(uc);
+	if (preempt_own_pc(pc))
+		return !vp_in_user_call(pc);   /* the program's own raw call, made by libppl */
+	if (!preempt_foreign_pc(pc) || vp_signal_in_syscall(uc))
+		return false;
+	uintptr_t w[CALLER_WORDS];
+	if (vp_copy_in(w, (const void *)vp_signal_sp(uc), sizeof w) != 0)
+		return false;
+	for (int i = 0; i < CALLER_WORDS; i++)
+		if (preempt_own_pc(w[i]))
+			return true;
+	return false;
+}
+
+/* The thread's own signal, raised by the system call it just made from the
+ * C library (abort's raise, which libppl's fatal errors call: glibc's
+ * tst-setuid2 catches that SIGABRT and exits 0; a write's SIGPIPE): it
+ * runs before the call returns, as on NPTL, even below libppl's code. */
+static bool synchronous(int sig, siginfo_t *si, const void *uc)
+{
+	return directed_here(sig, si) && preempt_foreign_pc(vp_signal_pc(uc)) &&
+	       vp_signal_after_syscall(uc);
+}
+
+/* A handler over libppl's own code waits (sig.h): true if sig was held.
+ * Otherwise the thread is where it may move, and *release says whether
+ * signals held earlier on this VP may run there too (at this frame's
+ * sigreturn: release_at_sigreturn).  Only the program's handlers wait:
+ * libppl's routing of a default action (caught while every thread blocks
+ * it) never switches the thread out. */
+static bool held_in_libppl(int sig, siginfo_t *si, void *uc, bool *release)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *t = v != NULL ? v->current : NULL;
+	if (t == NULL || v->bound_to != NULL)
+		return false;   /* a foreign thread, the idle loop, a thread that never moves */
+	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
+	if ((t->sig_safe && vp_signal_after_syscall(uc)) || h == (void *)SIG_DFL || h == (void *)SIG_IGN ||
+	    atomic_load_explicit(&v->in_syscall, memory_order_relaxed) != SYS_OUT ||
+	    synchronous(sig, si, uc) || !interrupted_libppl(uc)) {
+		*release = vp_signals_held(&v->vp);
+		return false;
+	}
+	vp_signal_hold(sig, si, uc);
+	preempt_note_held(v);
+	return true;
+}
+
+/* Send the signals held on this VP again from inside a trampoline frame
+ * that blocks them (its entry did) and returns to a point where they may
+ * run: the kernel delivers them at its sigreturn.  Not before the
+ * application's handler, whose mask would let them nest in it. */
+static void release_at_sigreturn(void *uc)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	if (v != NULL && v->current != NULL && vp_signals_held(&v->vp))
+		preempt_release_held(v, sig_thread_blocks(v->current), uc);
+}
+
+/* tramp_decide tells tramp_after to release_at_sigreturn (with the
+ * thread's sig_safe, in the same byte). */
+#define SAFE_RELEASE 0x80
+
 /* Whether the handler runs here and now (the trampoline's decision); a
  * siginfo the handler gets instead of the kernel's is written over the
  * kernel's, in the signal frame.  Not inlined, nor is what follows the
@@ -192,9 +269,10 @@ void sig_default_action(int sig)
  * stack has the room it has on NPTL, where the kernel calls it directly;
  * this decision's frame and its callees' are gone by then). */
 __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void *uc, int flags,
-						   uint64_t kmask, uint64_t *was)
+						   uint64_t kmask, uint64_t *was, uint8_t *safe)
 {
-	if (vp_signal_defer(sig, si, uc)) {
+	bool release = false;
+	if (vp_signal_defer(sig, si, uc) || held_in_libppl(sig, si, uc, &release)) {
 		/* The kernel reset the action on this delivery: the one it
 		 * will deliver later must find the trampoline again. */
 		if (flags & SA_RESETHAND) {
@@ -249,6 +327,8 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 		}
 		struct sig_frame f;
 		struct ult *self = sig_frame_enter(&f);
+		if (release)
+			release_at_sigreturn(uc);
 		preempt_handler_leave(uc);   /* it may have woken its target */
 		sig_frame_leave(self, &f, uc);
 		return false;
@@ -259,6 +339,8 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 	if (h == (void *)SIG_DFL && (atomic_load_explicit(&acts.dfl, memory_order_acquire) & bit(sig)))
 		sig_default_action(sig);   /* taken by a thread that does not block it */
 	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN) {
+		if (release)
+			release_at_sigreturn(uc);
 		sig_note_sigreturn(uc);
 		return false;   /* changed while the signal was on its way */
 	}
@@ -275,17 +357,24 @@ __attribute__((noinline)) static bool tramp_decide(int sig, siginfo_t *si, void 
 			base = kmask;
 		*was = sig_handler_begin(here, base,
 					 atomic_load_explicit(&acts.blocks[sig], memory_order_acquire));
+		/* The handler's own calls into libppl are no safe point. */
+		*safe = here->sig_safe | (release ? SAFE_RELEASE : 0);
+		here->sig_safe = 0;
 	}
 	preempt_handler_enter(uc);
 	return true;
 }
 
-__attribute__((noinline)) static void tramp_after(void *uc, uint64_t was)
+__attribute__((noinline)) static void tramp_after(void *uc, uint64_t was, uint8_t safe)
 {
 	struct sig_frame f;
 	struct ult *self = sig_frame_enter(&f);
-	if (self != NULL && was != NO_THREAD_MASK)
+	if (self != NULL && was != NO_THREAD_MASK) {
 		sig_handler_end(self, was, true);
+		self->sig_safe = safe & ~SAFE_RELEASE;
+		if (safe & SAFE_RELEASE)
+			release_at_sigreturn(uc);
+	}
 	preempt_handler_leave(uc);   /* an owed preemption: may switch out */
 	sig_frame_leave(self, &f, uc);
 }
@@ -303,7 +392,8 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	uint64_t kmask = vp_block_sigmask(sig_held_set());
 	int flags = atomic_load_explicit(&acts.flags[sig], memory_order_acquire);
 	uint64_t was = NO_THREAD_MASK;   /* the thread's mask, back after the handler */
-	if (!tramp_decide(sig, si, uc, flags, kmask, &was))
+	uint8_t safe = 0;                /* ... and its sig_safe */
+	if (!tramp_decide(sig, si, uc, flags, kmask, &was, &safe))
 		return;   /* it noted the mask sigreturn gives back */
 	vp_set_sigmask(kmask);
 	void *h = atomic_load_explicit(&acts.handler[sig], memory_order_acquire);
@@ -311,7 +401,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
-	tramp_after(uc, was);
+	tramp_after(uc, was, safe);
 }
 
 /* The handler, and a ucontext for one that takes three arguments, whose
@@ -358,7 +448,10 @@ void sig_run_taken(struct ult *self, int sig, siginfo_t *si, uint64_t base)
 	 * (getcontext does): a signal the handler's mask blocks would land
 	 * there and stack its frame under the handler's. */
 	vp_set_sigmask(self->sigmask);
+	uint8_t safe = self->sig_safe;
+	self->sig_safe = 0;
 	run_taken_handler(sig, si, &a, was);
+	self->sig_safe = safe;
 	sig_handler_end(self, was, false);
 }
 

@@ -121,6 +121,7 @@ void sig_resumed_look(struct ult *self, struct vproc *v, unsigned long gen)
 	if (ppl_unlikely(self->alt.ss_sp != vp_altstack_current(&v->vp)))
 		sig_alt_switch(self, v);
 	if (ppl_unlikely(self->sigmask != vp_kmask(&v->vp) || self->in_sigframe ||
+			 vp_signals_held(&v->vp) ||
 			 atomic_load_explicit(&self->sigpending, memory_order_relaxed) != 0 ||
 			 atomic_load_explicit(&sig_claims, memory_order_relaxed) != 0))
 		sig_resumed_slow(self, v);
@@ -189,17 +190,41 @@ struct ult *sig_frame_enter(struct sig_frame *f)
 	return self;
 }
 
-void sig_note_sigreturn(const void *uc)
+/* vp_signal_flush's keeper: the signals put off on this kernel thread
+ * that the code running there blocks on its own, or VP_SIGNALS_LATER for
+ * libppl's part of a handler, whose mask holds every application signal
+ * that the thread's own does not (put_off: those the put-off added). */
+static uint64_t flush_keeps(uint64_t in_force, uint64_t put_off)
+{
+	struct vproc *v = (struct vproc *)vp_current();
+	struct ult *t = v != NULL ? v->current : NULL;
+	if (t == NULL)
+		return in_force;   /* the idle loop */
+	uint64_t wants = sig_thread_blocks(t);
+	if ((in_force & SIG_HELD) == SIG_HELD && ((wants | put_off) & SIG_HELD) != SIG_HELD)
+		return VP_SIGNALS_LATER;
+	return wants;
+}
+
+void sig_flush_keeper_set(void)
+{
+	vp_signal_set_keeper(flush_keeps);
+}
+
+void sig_note_sigreturn(void *uc)
 {
 	struct vp *vp = vp_current();
 	if (vp != NULL) {
+		/* Put off under a lock the frame interrupted, released since:
+		 * they open with the frame's sigreturn. */
+		vp_signal_flush_uc(vp, uc);
 		uint64_t m;
 		memcpy(&m, &((const ucontext_t *)uc)->uc_sigmask, sizeof m);
 		vp_note_sigmask(vp, m);
 	}
 }
 
-void sig_frame_leave(struct ult *self, const struct sig_frame *f, const void *uc)
+void sig_frame_leave(struct ult *self, const struct sig_frame *f, void *uc)
 {
 	/* sigreturn installs the interrupted code's mask, which lets the
 	 * held signals in. */
@@ -250,11 +275,19 @@ void sig_resumed_slow(struct ult *self, struct vproc *v)
 		held_till_sigreturn(self);
 		return;
 	}
+	/* A switch: the thread may move, so what was held on this VP while
+	 * another thread ran libppl's code runs here, as the mask goes in. */
+	uint8_t safe = sig_safe_enter(self);
+	if (ppl_unlikely(vp_signals_held(&v->vp))) {
+		preempt_release_held(v, sig_thread_blocks(self), NULL);
+		v = (struct vproc *)vp_current();   /* a handler may have moved self */
+	}
 	if (self->sigmask != vp_kmask(&v->vp))
 		vp_set_sigmask(self->sigmask);
 	deliver_pending(self);
 	if (atomic_load_explicit(&sig_claims, memory_order_seq_cst) & ~self->sigmask)
 		sig_take_claims(self, false);
+	sig_safe_leave(self, safe);
 }
 
 void sig_thread_init(struct ult *t, const struct ult *creator)
@@ -416,7 +449,10 @@ static int kill_ult(struct ult *t, int sig)
 			atomic_fetch_or_explicit(&t->sigpending, bit(sig), memory_order_release);
 			return 0;
 		}
-		return vp_signal_self(sig);
+		uint8_t safe = sig_safe_enter(self);   /* the handler runs before we return */
+		int err = vp_signal_self(sig);
+		sig_safe_leave(self, safe);
+		return err;
 	}
 	if (state == ULT_RUNNING) {
 		/* Running on a VP and waiting for it in sigwait (in the kernel
@@ -460,9 +496,14 @@ int sig_queue_ult(struct ult *t, siginfo_t *si)
 	/* Marked, so that the trampoline runs it there and does not take it
 	 * for a signal of the process's (sigaction.c). */
 	si->si_errno = SIG_DIRECT_MARK;
-	if (vp_kthread_sigqueue(tid, si->si_signo, si) != 0)
-		return errno;
-	return 0;
+	struct vproc *me = (struct vproc *)vp_current();
+	struct ult *self = me != NULL && me->current == t ? t : NULL;
+	uint8_t safe = self != NULL ? sig_safe_enter(self) : 0;   /* to itself: runs at once */
+	int r = vp_kthread_sigqueue(tid, si->si_signo, si);
+	int err = r != 0 ? errno : 0;
+	if (self != NULL)
+		sig_safe_leave(self, safe);
+	return err;
 }
 
 int ppl_pthread_sigqueue(pthread_t th, int sig, const union sigval value)
@@ -512,12 +553,15 @@ int ppl_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 		if (next != cur)
 			vp_set_sigmask(next);
 	} else if (set != NULL) {
+		/* What it unblocks runs before it returns, as on NPTL. */
+		uint8_t safe = sig_safe_enter(self);
 		self->sigmask = next;
 		vp_kstate_changed();
 		if (vp_kmask(&v->vp) != next)
 			vp_set_sigmask(next);
 		deliver_pending(self);
 		sig_take_claims(self, true);
+		sig_safe_leave(self, safe);
 	}
 	/* Last, as the kernel: set may be old, and a bad old is EFAULT
 	 * with the new mask in force. */

@@ -479,6 +479,7 @@ static bool route_handed_back(int sig, const siginfo_t *si)
 void sig_catcher_start(void)
 {
 	vp_signal_set_router(route_handed_back);
+	sig_flush_keeper_set();
 	if (!ppl_env_sigroute || atomic_load_explicit(&ppl_rt.started, memory_order_acquire) == 0 ||
 	    sig_wrapped_set() == 0 || atomic_exchange(&rt.catcher_started, true))
 		return;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cancel.h"
+#include "preempt.h"
 #include "scheduler.h"
 
 #define NS 1000000000LL
@@ -13,6 +14,10 @@ int ppl_sched_yield(void)
 {
 	sched_yield_user();
 	cancel_async_check();
+	/* A thread polling a flag with sched_yield and nothing else to run
+	 * is nearly always in libppl: a signal held there (its handler sets
+	 * the flag) comes in here, also without preemption ticks. */
+	preempt_point();
 	return 0;
 }
 

@@ -46,6 +46,12 @@ int ppl_pthread_spin_lock(pthread_spinlock_t *l)
 				cpu_relax();
 			} else {
 				sched_yield_ult();
+				/* A point where the thread may move, and may
+				 * never leave libppl otherwise: a signal held
+				 * here runs (its handler may be what frees the
+				 * lock, or end the thread: the Open POSIX test
+				 * pthread_spin_lock/1-1 timed out). */
+				preempt_point();
 				i = 0;
 			}
 		}

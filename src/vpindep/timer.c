@@ -5,7 +5,9 @@
  * Firing pops the timer under the lock, marks it TIMER_FIRING, and calls
  * fire() without the lock; timer_cancel() waits out a firing timer, so once
  * it returns the timer's memory may be reused (its thread may wait again).
- * vp->next_deadline mirrors heap[0] so other VPs can look without the lock. */
+ * vp->next_deadline mirrors heap[0] so other VPs can look without the lock.
+ * A timer for a CLOCK_REALTIME deadline (tm->realtime) found due before that
+ * clock reached it stays, its monotonic deadline moved by what is left. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -87,11 +89,12 @@ int timer_heap_init(struct vproc *v)
 	return 0;
 }
 
-void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
+void timer_arm(struct timer *tm, int64_t deadline, int64_t realtime, void (*fire)(struct timer *))
 {
 	struct vproc *v = (struct vproc *)vp_current();
 	ppl_assert(v != NULL);
 	tm->deadline = deadline;
+	tm->realtime = realtime;
 	tm->fire = fire;
 	tm->owner = v;
 	spin_lock(&v->timer_lock);
@@ -118,16 +121,21 @@ void timer_arm(struct timer *tm, int64_t deadline, void (*fire)(struct timer *))
 
 void timer_cancel(struct timer *tm)
 {
-	struct vproc *v = tm->owner;
-	if (v == NULL)
+	if (tm->owner == NULL)
 		return;
-	if (atomic_load_explicit(&tm->state, memory_order_acquire) == TIMER_PENDING) {
+	/* Under the owner's lock, the owner it had then: retire.c may have
+	 * moved the timer to VP 0's heap meanwhile (timer_move_all). */
+	while (atomic_load_explicit(&tm->state, memory_order_acquire) == TIMER_PENDING) {
+		struct vproc *v = tm->owner;
 		spin_lock(&v->timer_lock);
-		if (atomic_load_explicit(&tm->state, memory_order_relaxed) == TIMER_PENDING) {
+		bool here = tm->owner == v;
+		if (here && atomic_load_explicit(&tm->state, memory_order_relaxed) == TIMER_PENDING) {
 			heap_delete(v, tm->index);
 			atomic_store_explicit(&tm->state, TIMER_IDLE, memory_order_relaxed);
 		}
 		spin_unlock(&v->timer_lock);
+		if (here)
+			break;
 	}
 	/* The firer may be a VP that the kernel ranks below this one on a
 	 * shared CPU (a real-time thread whose timer a lower VP's tick fired):
@@ -186,6 +194,17 @@ int64_t timer_run_expired(struct vproc *v)
 			return left;
 		}
 		struct timer *tm = v->heap[0];
+		if (ppl_unlikely(tm->realtime >= 0)) {
+			int64_t left = tm->realtime - clock_now_ns(CLOCK_REALTIME);
+			if (left > 0) {
+				/* Not yet by the program's clock: again that much later. */
+				tm->deadline = now + left;
+				sift_down(v, 0);
+				publish_next(v);
+				spin_unlock(&v->timer_lock);
+				continue;
+			}
+		}
 		heap_delete(v, 0);
 		atomic_store_explicit(&tm->state, TIMER_FIRING, memory_order_relaxed);
 		spin_unlock(&v->timer_lock);

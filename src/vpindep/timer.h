@@ -10,13 +10,23 @@ enum { TIMER_IDLE, TIMER_PENDING, TIMER_FIRING };
 
 struct timer {
 	int64_t deadline;         /* CLOCK_MONOTONIC ns */
+	int64_t realtime;         /* CLOCK_REALTIME ns it is for, or -1 */
 	void (*fire)(struct timer *);
 	_Atomic int state;        /* TIMER_*; FIRING while fire() runs */
+	uint32_t index;           /* position in owner's heap */
 	struct vproc *owner;      /* heap it is queued on, under owner->timer_lock */
-	size_t index;             /* position in owner's heap */
 };
 
-void timer_arm(struct timer *tm, int64_t deadline_mono_ns, void (*fire)(struct timer *));
+/* A deadline on CLOCK_REALTIME (realtime_ns, else -1) is armed at its
+ * CLOCK_MONOTONIC equivalent then (deadline_mono_ns) and fires only once
+ * CLOCK_REALTIME has reached it too: a timed wait never ends with
+ * ETIMEDOUT before its deadline as the program's clock reads it, as a
+ * kernel wait on that clock does not, whatever made the monotonic
+ * deadline come first (a realtime clock set back; docs/posix.md's
+ * "sem_timedwait/10-1 in the clone pass", which this did not cure).  A
+ * realtime clock set forward still waits for the monotonic deadline. */
+void timer_arm(struct timer *tm, int64_t deadline_mono_ns, int64_t realtime_ns,
+	       void (*fire)(struct timer *));
 /* v's first TIMER_HEAP_FIRST slots, by the thread that makes v; ENOMEM. */
 int timer_heap_init(struct vproc *v);
 /* struct vp_timers's hooks (vproc_parts): an empty heap, no deadline. */

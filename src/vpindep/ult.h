@@ -74,6 +74,8 @@ struct ult {
 				    * here, in a hole, to keep the TCB 1,024 bytes */
 	bool off_initial;          /* shared TLS: on its way to a blocking call, which
 				    * VP 0 must not make for it (sys_place) */
+	uint8_t sig_safe;          /* inside libppl at a point where a handler may
+				    * switch it out (sig_safe_enter): not held */
 	int saved_errno;           /* errno across switches (shared-TLS mode) */
 	void *tls;                 /* per-thread TLS: its glibc block (thread pointer):
 				    * at its stack's top (tls_in_stack), going with the

@@ -54,6 +54,10 @@ struct vp_preempt {
 	unsigned char handler_defers;   /* ticks deferred for a handler over the C library (preempt.c) */
 	_Atomic bool prio_kick;    /* a thread of higher priority than current was
 				    * queued here: preempt at once (preempt.c) */
+	_Atomic bool held_owed;    /* signals held here (sig.h), counted in
+				    * preempt_npending: preempt_point lets them in;
+				    * the monitor takes them after a while */
+	_Atomic int64_t held_since; /* when held_owed was set */
 	unsigned long preempt_switches; /* stats.switches when it was deferred */
 	unsigned long tick_switches;    /* stats.switches at the last tick */
 };

@@ -12,7 +12,15 @@
  * which ran another thread or none by then: a SIGSEGV (its current thread
  * NULL) in 4 runs of 5, or another thread's cancellation mark wiped.
  *
- * Usage: tp_sigmove [seconds] (default 2). */
+ * Callers loop on libppl's own entry points (yield, an uncontended mutex,
+ * thread-specific data, a spin lock), so the handler also lands inside
+ * libppl's code, which keeps its VP in a variable: the handler runs there
+ * only once the thread is at a point where it may move (a switch, or back
+ * in the program's code).  Before, the thread resumed on another VP with
+ * the old one in hand: a crash or a hang in 7 runs of 8.
+ *
+ * Usage: tp_sigmove [seconds [callers]] (default 2 seconds; `callers`: three
+ * callers and no spinners, so that the callers run often). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -20,7 +28,9 @@
 #include "tp_util.h"
 
 #define READERS 4
-#define SPINNERS 2
+#define MAX_OTHERS 3
+
+static int spinners = 2, callers = 2;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool stop;
@@ -68,6 +78,26 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
+static pthread_key_t key;
+static pthread_spinlock_t spin;
+
+static void *caller(void *arg)
+{
+	(void)arg;
+	pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
+	long n = 0;
+	while (!atomic_load(&stop)) {
+		sched_yield();
+		CHECK_OK(pthread_mutex_lock(&own));
+		CHECK_OK(pthread_setspecific(key, (void *)++n));
+		CHECK(pthread_getspecific(key) == (void *)n);
+		CHECK_OK(pthread_mutex_unlock(&own));
+		CHECK_OK(pthread_spin_lock(&spin));
+		CHECK_OK(pthread_spin_unlock(&spin));
+	}
+	return NULL;
+}
+
 static void *blocked_reader(void *arg)
 {
 	char c;
@@ -79,28 +109,33 @@ static void *blocked_reader(void *arg)
 int main(int argc, char **argv)
 {
 	int seconds = argc > 1 ? atoi(argv[1]) : 2;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = handler;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	if (argc > 2 && strcmp(argv[2], "callers") == 0) {
+		spinners = 0;
+		callers = 3;
+	}
+	tp_set_handler_flags(SIGUSR1, handler, SA_RESTART);
 
-	pthread_t r[READERS], y[SPINNERS];
+	CHECK_OK(pthread_key_create(&key, NULL));
+	CHECK_OK(pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE));
+	pthread_t r[READERS], y[MAX_OTHERS], c[MAX_OTHERS];
 	for (long i = 0; i < READERS; i++) {
 		CHECK(pipe(pipes[i]) == 0);
 		CHECK_OK(pthread_create(&r[i], NULL, reader, (void *)i));
 	}
-	for (int i = 0; i < SPINNERS; i++)
+	for (int i = 0; i < spinners; i++)
 		CHECK_OK(pthread_create(&y[i], NULL, spinner, NULL));
+	for (int i = 0; i < callers; i++)
+		CHECK_OK(pthread_create(&c[i], NULL, caller, NULL));
 
 	long long end = tp_now_ns() + seconds * 1000000000LL;
 	long rounds = 0;
 	while (tp_now_ns() < end) {
 		for (int i = 0; i < READERS; i++)
 			CHECK_OK(pthread_kill(r[i], SIGUSR1));
-		for (int i = 0; i < SPINNERS; i++)
+		for (int i = 0; i < spinners; i++)
 			CHECK_OK(pthread_kill(y[i], SIGUSR1));
+		for (int i = 0; i < callers; i++)
+			CHECK_OK(pthread_kill(c[i], SIGUSR1));
 		if (rounds % 4 == 0) {
 			pthread_mutex_lock(&lock);
 			struct timespec ts = { 0, 100 * 1000 };
@@ -118,8 +153,10 @@ int main(int argc, char **argv)
 		CHECK(write(pipes[i][1], "q", 1) == 1);
 		CHECK_OK(pthread_join(r[i], NULL));
 	}
-	for (int i = 0; i < SPINNERS; i++)
+	for (int i = 0; i < spinners; i++)
 		CHECK_OK(pthread_join(y[i], NULL));
+	for (int i = 0; i < callers; i++)
+		CHECK_OK(pthread_join(c[i], NULL));
 
 	/* Every VP's cancellation mark is its present thread's: a reader
 	 * blocked in read on each is cancelled there. */

@@ -45,14 +45,21 @@ static inline void tp_sigmask_one(int how, int sig)
 	CHECK_OK(pthread_sigmask(how, &s, NULL));
 }
 
-/* fn as sig's handler: no flags (no SA_RESTART), nothing more blocked. */
-static inline void tp_set_handler(int sig, void (*fn)(int))
+/* fn as sig's handler with sa_flags `flags`, nothing more blocked. */
+static inline void tp_set_handler_flags(int sig, void (*fn)(int), int flags)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = fn;
+	sa.sa_flags = flags;
 	sigemptyset(&sa.sa_mask);
 	CHECK(sigaction(sig, &sa, NULL) == 0);
+}
+
+/* fn as sig's handler: no flags (no SA_RESTART), nothing more blocked. */
+static inline void tp_set_handler(int sig, void (*fn)(int))
+{
+	tp_set_handler_flags(sig, fn, 0);
 }
 
 /* Read fd to its end (or an error) into buf, NUL-terminated; the last

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -36,7 +37,7 @@ static void test_order(void **state)
 	int64_t now = clock_now_ns(CLOCK_MONOTONIC);
 	/* Deadlines in a scrambled order, all already due. */
 	for (int i = 0; i < 64; i++)
-		timer_arm(&tms[i], now - 1000000 + ((i * 37) % 64) * 10, record);
+		timer_arm(&tms[i], now - 1000000 + ((i * 37) % 64) * 10, -1, record);
 	assert_int_equal(timer_run_expired(&vp), -1);
 	assert_int_equal(nfired, 64);
 	for (int i = 1; i < 64; i++)
@@ -48,9 +49,9 @@ static void test_future_and_cancel(void **state)
 {
 	nfired = 0;
 	int64_t now = clock_now_ns(CLOCK_MONOTONIC);
-	timer_arm(&tms[0], now + 10000000000LL, record);
-	timer_arm(&tms[1], now - 1, record);
-	timer_arm(&tms[2], now + 20000000000LL, record);
+	timer_arm(&tms[0], now + 10000000000LL, -1, record);
+	timer_arm(&tms[1], now - 1, -1, record);
+	timer_arm(&tms[2], now + 20000000000LL, -1, record);
 	int64_t left = timer_run_expired(&vp);
 	assert_int_equal(nfired, 1);
 	assert_int_equal(fired[0], 1);
@@ -83,7 +84,7 @@ static void *runner(void *arg)
 static void test_cancel_waits_for_fire(void **state)
 {
 	atomic_store(&in_fire, 0);
-	timer_arm(&tms[5], clock_now_ns(CLOCK_MONOTONIC) - 1, slow);
+	timer_arm(&tms[5], clock_now_ns(CLOCK_MONOTONIC) - 1, -1, slow);
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, runner, NULL), 0);
 	while (atomic_load(&in_fire) == 0)
@@ -95,12 +96,36 @@ static void test_cancel_waits_for_fire(void **state)
 	pthread_join(th, NULL);
 }
 
+/* A deadline on CLOCK_REALTIME fires once that clock has reached it, not
+ * at its CLOCK_MONOTONIC equivalent alone: here the monotonic deadline is
+ * due at once (as after the realtime clock was set back, or any early
+ * conversion) and the realtime one 30 ms away.  Before, it fired at once. */
+static void test_realtime_not_before(void **state)
+{
+	nfired = 0;
+	int64_t rt = clock_now_ns(CLOCK_REALTIME) + 30000000;
+	timer_arm(&tms[10], clock_now_ns(CLOCK_MONOTONIC) - 1, rt, record);
+	int64_t left = timer_run_expired(&vp);
+	assert_int_equal(nfired, 0);
+	assert_true(left > 0 && left <= 30000000);
+	assert_int_equal(atomic_load(&tms[10].state), TIMER_PENDING);
+	while (clock_now_ns(CLOCK_REALTIME) < rt) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(timer_run_expired(&vp), -1);
+	assert_int_equal(nfired, 1);
+	assert_int_equal(fired[0], 10);
+	assert_true(clock_now_ns(CLOCK_REALTIME) >= rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_future_and_cancel),
 		cmocka_unit_test(test_cancel_waits_for_fire),
+		cmocka_unit_test(test_realtime_not_before),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
