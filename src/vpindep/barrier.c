@@ -85,7 +85,7 @@ static int wait_pshared(struct barrier *b)
 	uint32_t gen = atomic_load_explicit(&b->u.gen, memory_order_relaxed);
 	spin_unlock(&b->lock);
 	while (atomic_load_explicit(&b->u.gen, memory_order_acquire) == gen)
-		(void)pshared_wait(&b->u.gen, gen, -1);
+		(void)pshared_wait(&b->u.gen, gen, NULL, CLOCK_MONOTONIC);
 	return 0;
 }
 
@@ -145,7 +145,7 @@ int ppl_pthread_barrier_destroy(pthread_barrier_t *pb)
 		uint32_t gen = atomic_load_explicit(&b->u.gen, memory_order_relaxed);
 		spin_unlock(&b->lock);
 		while (atomic_load_explicit(&b->u.gen, memory_order_acquire) == gen)
-			(void)pshared_wait(&b->u.gen, gen, -1);
+			(void)pshared_wait(&b->u.gen, gen, NULL, CLOCK_MONOTONIC);
 		return 0;
 	}
 	waitq_push(&b->u.q, ult_self());

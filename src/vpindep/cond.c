@@ -113,8 +113,7 @@ static int wait_pshared(struct cond *c, pthread_mutex_t *m, const struct timespe
 	int err = ppl_pthread_mutex_unlock(m);
 	bool unlocked = err == 0;
 	if (unlocked) {
-		int64_t deadline = abstime ? deadline_mono_ns(abstime, clk) : -1;
-		err = pshared_wait_cp(&c->seq, seq, deadline);
+		err = pshared_wait_cp(&c->seq, seq, abstime, clk);
 	}
 	/* The last one out lets a pending pthread_cond_destroy return. */
 	if (atomic_fetch_sub_explicit(&c->nwaiters, 1, memory_order_release) == 1)
@@ -299,7 +298,7 @@ int ppl_pthread_cond_destroy(pthread_cond_t *pc)
 	if ((c->attr & CA_PSHARED) != 0) {
 		uint32_t n;
 		while ((n = atomic_load_explicit(&c->nwaiters, memory_order_acquire)) != 0)
-			(void)pshared_wait(&c->nwaiters, n, -1);
+			(void)pshared_wait(&c->nwaiters, n, NULL, CLOCK_MONOTONIC);
 		return 0;
 	}
 	spin_lock(&c->lock);

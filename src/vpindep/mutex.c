@@ -159,9 +159,8 @@ static int fifo_prio_max(void)
 
 static int wait_pshared(struct mutex *m, const struct timespec *abstime, clockid_t clk)
 {
-	int64_t deadline = abstime ? deadline_mono_ns(abstime, clk) : -1;
 	while (atomic_exchange_explicit(&m->state, 2, memory_order_acquire) != 0) {
-		if (pshared_wait(&m->state, 2, deadline) == ETIMEDOUT)
+		if (pshared_wait(&m->state, 2, abstime, clk) == ETIMEDOUT)
 			return ETIMEDOUT;
 	}
 	return 0;

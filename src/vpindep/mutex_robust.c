@@ -244,7 +244,6 @@ static int lock_once(pthread_mutex_t *pm, int kind, int mode, const struct times
 	}
 	/* FUTEX_WAITERS once this thread has waited: others may still wait. */
 	uint32_t assume = 0;
-	int64_t deadline = -1;
 	bool checked = false;
 	for (;;) {
 		list_begin(m);
@@ -289,7 +288,6 @@ static int lock_once(pthread_mutex_t *pm, int kind, int mode, const struct times
 				return EINVAL;
 			if (abstime->tv_sec < 0)
 				return ETIMEDOUT;
-			deadline = deadline_mono_ns(abstime, clk);
 			checked = true;
 		}
 		if ((w & FUTEX_WAITERS) == 0) {
@@ -299,7 +297,7 @@ static int lock_once(pthread_mutex_t *pm, int kind, int mode, const struct times
 			w |= FUTEX_WAITERS;
 		}
 		assume = FUTEX_WAITERS;
-		if (pshared_wait(&m->word, w, deadline) == ETIMEDOUT)
+		if (pshared_wait(&m->word, w, abstime, clk) == ETIMEDOUT)
 			return ETIMEDOUT;
 	}
 }

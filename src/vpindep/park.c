@@ -137,14 +137,13 @@ static int park_foreign(struct ult *self, spin_t *lock, struct waitq *q,
  * it: a sender sets its bit before it reads park_lock, so one of the two
  * sees the other (seq_cst). */
 static int park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
-		int64_t deadline, int flags)
+		int64_t deadline, int64_t realtime, int flags)
 {
 	bool cp = flags & PARK_CP;
 	struct vproc *v = this_vp();
 	if (v == NULL)
 		flags &= ~PARK_INTR;   /* a foreign thread gets its signals from the kernel */
 	struct ult *self = v ? v->current : ult_self();
-	int64_t realtime = -1;
 	if (abstime) {
 		deadline = deadline_mono_ns(abstime, clk);
 		if (clk == CLOCK_REALTIME && deadline > 0)
@@ -235,18 +234,18 @@ bool sched_interrupt(struct ult *t, int need, int result)
 
 int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
 {
-	return park(lock, q, abstime, clk, -1, 0);
+	return park(lock, q, abstime, clk, -1, -1, 0);
 }
 
 int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk)
 {
-	return park(lock, q, abstime, clk, -1, PARK_CP);
+	return park(lock, q, abstime, clk, -1, -1, PARK_CP);
 }
 
 int sched_park_flags(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk,
 		     int flags)
 {
-	return park(lock, q, abstime, clk, -1, flags);
+	return park(lock, q, abstime, clk, -1, -1, flags);
 }
 
 int sched_sleep_until(int64_t deadline)
@@ -275,7 +274,7 @@ int sched_sleep_until(int64_t deadline)
 	return 0;
 }
 
-int sched_sleep_until_cp(int64_t deadline)
+int sched_sleep_until_cp(int64_t deadline, int64_t realtime)
 {
 	struct vproc *v = this_vp();
 	if (v == NULL) {
@@ -291,6 +290,6 @@ int sched_sleep_until_cp(int64_t deadline)
 	spin_lock(&self->sleep_lock);
 	waitq_push(&self->sleep_q, self);
 	int err = park(&self->sleep_lock, &self->sleep_q, NULL, CLOCK_MONOTONIC, deadline,
-		       PARK_CP | PARK_INTR);
+		       realtime, PARK_CP | PARK_INTR);
 	return err == ETIMEDOUT ? 0 : err;
 }

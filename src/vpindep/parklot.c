@@ -191,7 +191,7 @@ bool pshared_interrupt(struct ult *t, bool async)
 	return true;
 }
 
-static int wait_common(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns, bool cp)
+static int wait_until(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns, bool cp)
 {
 	preempt_release_before_wait();
 	struct ult *self = ult_self();
@@ -246,14 +246,29 @@ static int wait_common(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns
 	return err;
 }
 
-int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
+/* The waits above are on CLOCK_MONOTONIC: one that ends before clk has
+ * reached abstime (CLOCK_REALTIME set back meanwhile) waits again, as the
+ * kernel's wait on clk would not have ended. */
+static int wait_common(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
+		       clockid_t clk, bool cp)
 {
-	return wait_common(addr, val, deadline_ns, false);
+	for (;;) {
+		int err = wait_until(addr, val, abstime ? deadline_mono_ns(abstime, clk) : -1, cp);
+		if (err != ETIMEDOUT || deadline_reached(abstime, clk))
+			return err;
+	}
 }
 
-int pshared_wait_cp(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns)
+int pshared_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
+		 clockid_t clk)
 {
-	return wait_common(addr, val, deadline_ns, true);
+	return wait_common(addr, val, abstime, clk, false);
+}
+
+int pshared_wait_cp(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
+		    clockid_t clk)
+{
+	return wait_common(addr, val, abstime, clk, true);
 }
 
 void pshared_wake(_Atomic uint32_t *addr, int n)

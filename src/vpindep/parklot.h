@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Park the calling thread while *addr == val (checked under the bucket lock,
  * so a parklot_wake_all that follows a store to *addr is never lost).  May
@@ -19,12 +20,15 @@ void parklot_wait(_Atomic uint32_t *addr, uint32_t val);
 /* Wake every thread parked on addr (and possibly others hashed alike). */
 void parklot_wake_all(_Atomic uint32_t *addr);
 
-/* Block until *addr != val, or until the monotonic deadline (ns, -1: none)
- * passes.  Returns 0 (value seen changed, or spuriously) or ETIMEDOUT. */
-int pshared_wait(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns);
+/* Block until *addr != val, or until clock clk reads abstime (NULL: no
+ * deadline; the caller has checked it).  Returns 0 (value seen changed, or
+ * spuriously) or ETIMEDOUT, never before clk has reached abstime. */
+int pshared_wait(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
+		 clockid_t clk);
 /* The same as a cancellation point: ECANCELED when pthread_cancel ends
  * the wait (the caller restores its invariants, then calls cancel_act). */
-int pshared_wait_cp(_Atomic uint32_t *addr, uint32_t val, int64_t deadline_ns);
+int pshared_wait_cp(_Atomic uint32_t *addr, uint32_t val, const struct timespec *abstime,
+		    clockid_t clk);
 /* Wake up to n kernel-level waiters on addr, in any process; each one
  * woken in a process under libppl releases one of its waiters there, or
  * all of them if the word changed for them. */

@@ -266,13 +266,14 @@ static void wake_chain(struct ult *chain)
 /* ---- process-shared ------------------------------------------------------ */
 
 /* l->lock held, RW_WAITERS set; returns with it held.  0 or ETIMEDOUT. */
-static int wait_pshared(struct rwlock *l, uint32_t *counter, int64_t deadline)
+static int wait_pshared(struct rwlock *l, uint32_t *counter, const struct timespec *abstime,
+			clockid_t clk)
 {
 	(*counter)++;
 	settle(l);
 	uint32_t seq = atomic_load_explicit(&l->u.s.seq, memory_order_relaxed);
 	spin_unlock(&l->lock);
-	int err = pshared_wait(&l->u.s.seq, seq, deadline);
+	int err = pshared_wait(&l->u.s.seq, seq, abstime, clk);
 	spin_lock(&l->lock);
 	(*counter)--;
 	return err;
@@ -355,7 +356,6 @@ static int rdlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 		return try ? EBUSY : EDEADLK;
 	if (!try && spin_for(l, false))
 		return 0;
-	int64_t deadline = -1;
 	spin_lock(&l->lock);
 	for (;;) {
 		int err = 0;
@@ -373,9 +373,7 @@ static int rdlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 		} else if ((s & RW_WAITERS) == 0 && !state_cas(l, &s, s | RW_WAITERS)) {
 			continue;          /* changed: look again */
 		} else if (l->pshared) {
-			if (abstime && deadline < 0)
-				deadline = deadline_mono_ns(abstime, clk);
-			if (wait_pshared(l, &l->u.s.rwait, deadline) == 0)
+			if (wait_pshared(l, &l->u.s.rwait, abstime, clk) == 0)
 				continue;
 			err = ETIMEDOUT;
 			settle(l);
@@ -403,7 +401,6 @@ static int wrlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 		return try ? EBUSY : EDEADLK;
 	if (!try && spin_for(l, true))
 		return 0;
-	int64_t deadline = -1;
 	spin_lock(&l->lock);
 	for (;;) {
 		int err = 0;
@@ -419,9 +416,7 @@ static int wrlock(struct rwlock *l, bool try, const struct timespec *abstime, cl
 		} else if ((s & RW_WAITERS) == 0 && !state_cas(l, &s, s | RW_WAITERS)) {
 			continue;
 		} else if (l->pshared) {
-			if (abstime && deadline < 0)
-				deadline = deadline_mono_ns(abstime, clk);
-			if (wait_pshared(l, &l->u.s.wwait, deadline) == 0)
+			if (wait_pshared(l, &l->u.s.wwait, abstime, clk) == 0)
 				continue;
 			err = ETIMEDOUT;
 			/* Readers may have been waiting behind us only. */

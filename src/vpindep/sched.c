@@ -219,6 +219,11 @@ int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk)
 	return d < 0 ? 0 : d;
 }
 
+bool deadline_reached(const struct timespec *abstime, clockid_t clk)
+{
+	return clk == CLOCK_MONOTONIC || clock_now_ns(clk) >= timespec_to_ns(abstime);
+}
+
 /* ---- struct vp_sched (vproc_parts) ---------------------------------------------- */
 
 int sched_vp_init(struct vproc *v)

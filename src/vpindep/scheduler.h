@@ -75,8 +75,9 @@ int sched_park(spin_t *lock, struct waitq *q, const struct timespec *abstime, cl
  * behaviour POSIX gives non-async-cancel-safe calls. */
 int sched_park_cp(spin_t *lock, struct waitq *q, const struct timespec *abstime, clockid_t clk);
 /* sched_sleep_until as a cancellation point that a signal interrupts:
- * 0, ECANCELED, or EINTR (the handler has run). */
-int sched_sleep_until_cp(int64_t deadline_mono_ns);
+ * 0, ECANCELED, or EINTR (the handler has run).  realtime_ns (else -1):
+ * the CLOCK_REALTIME time the deadline stands for, not to end before. */
+int sched_sleep_until_cp(int64_t deadline_mono_ns, int64_t realtime_ns);
 /* sched_park with PARK_* flags.  With PARK_INTR, an unblocked signal sent
  * to the thread (pthread_kill) removes it from q under *lock, as a time-out
  * would, and the call returns EINTR once the handler has run in the thread;
@@ -137,5 +138,9 @@ int sched_top_ready(struct vproc *v);
 
 /* Convert a CLOCK_REALTIME/MONOTONIC absolute time to a monotonic ns deadline. */
 int64_t deadline_mono_ns(const struct timespec *abstime, clockid_t clk);
+/* Clock clk reads abstime or later.  A wait on a CLOCK_MONOTONIC deadline
+ * that deadline_mono_ns gave may end before that, if clk was set back
+ * meanwhile: then the caller waits again, for the new equivalent. */
+bool deadline_reached(const struct timespec *abstime, clockid_t clk);
 
 #endif

@@ -131,9 +131,9 @@ static int sem_park(struct sem *s, const struct timespec *abstime, clockid_t clk
 }
 
 /* Wait for the value word of a shared semaphore to leave 0. */
-static int sem_pshared_wait(struct sem *s, int64_t deadline)
+static int sem_pshared_wait(struct sem *s, const struct timespec *abstime, clockid_t clk)
 {
-	return pshared_wait_cp(value_word(s), 0, deadline);
+	return pshared_wait_cp(value_word(s), 0, abstime, clk);
 }
 
 /* A kernel-level wait on the value word while it is 0: 0 (woken, changed
@@ -257,13 +257,12 @@ static int wait_private(struct sem *s, const struct timespec *abstime, clockid_t
 
 static int wait_shared(struct sem *s, const struct timespec *abstime, clockid_t clk)
 {
-	int64_t deadline = abstime ? deadline_mono_ns(abstime, clk) : -1;
 	uint64_t d = atomic_fetch_add_explicit(&s->data, SEM_WAITER, memory_order_acq_rel) +
 		     SEM_WAITER;
 	for (;;) {
 		if (take_registered(s, &d))
 			return 0;
-		int err = sem_pshared_wait(s, deadline);
+		int err = sem_pshared_wait(s, abstime, clk);
 		if (err == ECANCELED) {
 			cancelled(s);
 			cancel_act();

@@ -40,17 +40,24 @@ int ppl_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req, st
 		return EFAULT;
 	if (ts.tv_nsec < 0 || ts.tv_nsec >= NS)
 		return EINVAL;
-	int64_t deadline;
+	int64_t deadline, realtime = -1;
 	if (flags & TIMER_ABSTIME) {
 		if (ts.tv_sec < 0)
 			return 0;
-		deadline = clock_now_ns(CLOCK_MONOTONIC) + (timespec_to_ns(&ts) - clock_now_ns(clk));
+		int64_t now = clock_now_ns(clk);
+		deadline = clock_now_ns(CLOCK_MONOTONIC) + (timespec_to_ns(&ts) - now);
+		/* Not to end before that clock reads ts, as the kernel's sleep
+		 * would not if it was set back (CLOCK_TAI moves with it). */
+		if (clk == CLOCK_REALTIME)
+			realtime = timespec_to_ns(&ts);
+		else if (clk == CLOCK_TAI)
+			realtime = timespec_to_ns(&ts) - (now - clock_now_ns(CLOCK_REALTIME));
 	} else {
 		if (ts.tv_sec < 0)
 			return EINVAL;
 		deadline = clock_now_ns(CLOCK_MONOTONIC) + timespec_to_ns(&ts);
 	}
-	int err = sched_sleep_until_cp(deadline);
+	int err = sched_sleep_until_cp(deadline, realtime);
 	if (err == ECANCELED)
 		cancel_act();
 	if (err == EINTR && rem && !(flags & TIMER_ABSTIME)) {
