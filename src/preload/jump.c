@@ -23,6 +23,7 @@ typedef void (*jump_fn)(struct __jmp_buf_tag *env, int val);
 static _Noreturn void jump(void *_Atomic *slot, const char *name, const char *version,
 			   struct __jmp_buf_tag *env, int val)
 {
+	ppl_sig_jump();
 	if (env->__mask_was_saved)
 		ppl_pthread_sigmask(SIG_SETMASK, &env->__saved_mask, NULL);
 	jump_fn fn = (jump_fn)ppl_next_fn(slot, name, version);

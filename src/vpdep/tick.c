@@ -55,7 +55,7 @@ static void on_tick(int sig, siginfo_t *si, void *uc)
 	*errno_slot() = saved;
 }
 
-int vp_tick_install(void (*fn)(void *uc))
+int vp_tick_install(void (*fn)(void *uc), uint64_t blocks)
 {
 	tick_fn = fn;
 	struct sigaction sa;
@@ -63,6 +63,9 @@ int vp_tick_install(void (*fn)(void *uc))
 	sa.sa_sigaction = on_tick;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
+	for (int sig = 1; sig <= 64; sig++)
+		if (blocks & (1ULL << (sig - 1)))
+			sigaddset(&sa.sa_mask, sig);
 	return vp_sigaction(vp_tick_signal(), &sa, NULL) == 0 ? 0 : errno;
 }
 

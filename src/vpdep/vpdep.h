@@ -619,8 +619,11 @@ int vp_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* The signal the ticks use. */
 int vp_tick_signal(void);
-/* Install fn as the process's handler for the tick signal.  0 or errno. */
-int vp_tick_install(void (*fn)(void *uc));
+/* Install fn as the process's handler for the tick signal, with the
+ * signals of `blocks` (bit sig-1) blocked from its first instruction: the
+ * application's, so that none lands on the tick's frame before fn has
+ * looked.  0 or errno. */
+int vp_tick_install(void (*fn)(void *uc), uint64_t blocks);
 /* Start ticking the calling kernel thread, which must be vp's.  0 or errno. */
 int vp_tick_start(struct vp *vp, int64_t interval_ns);
 /* From the handler: the next tick after first_ns of CPU time, then periodic again. */

@@ -525,7 +525,13 @@ void preempt_init(void)
 	slice_ns = (int64_t)ppl_env_timeslice_us * 1000;
 	if (slice_ns == 0)
 		return;
-	int err = vp_tick_install(tick);
+	/* The application's signals wait from the tick's first instruction
+	 * (sig_frame_enter records it): one released by the code the tick
+	 * interrupted (a held signal sent again in a handler's sem_post) landed
+	 * on the tick's frame before sig_frame_enter blocked it, a third kernel
+	 * frame on a PTHREAD_STACK_MIN stack (test/preload/tp_signest_min.c,
+	 * with ticks). */
+	int err = vp_tick_install(tick, sig_held_set());
 	if (err)
 		ppl_fatal("cannot install the preemption signal handler (signal %d): %s",
 			  vp_tick_signal(), strerror(err));

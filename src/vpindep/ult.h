@@ -94,6 +94,10 @@ struct ult {
 	spin_t lock;
 	bool detached;
 	bool joined;               /* a joiner has claimed it */
+	uint8_t sig_nest;          /* application handlers running (the trampoline's,
+				    * sig_run_taken's), as far as they returned: one
+				    * nested in another runs with the tick blocked
+				    * (sigaction.c); here, in a hole, for the 1,024 bytes */
 	struct ult *joining;       /* thread this one is joining (EDEADLK check) */
 	struct waitq joinq;        /* the (single) joiner */
 	unsigned long id;          /* sequence number, for messages */

@@ -65,6 +65,9 @@ int ppl_robust_list_set(void *head, size_t len);
 int ppl_robust_list_get(pid_t tid, void **head, size_t *len);
 /* The raw rt_sigprocmask (signal.c): 0 or an errno value. */
 int ppl_rt_sigprocmask(int how, const void *set, void *old, size_t size);
+/* A longjmp or siglongjmp is about to leave the calling thread's code
+ * (src/preload/jump.c): the handlers it may leave are forgotten. */
+void ppl_sig_jump(void);
 /* After a successful dlopen: initialise new static TLS in user threads. */
 void ppl_after_dlopen(void);
 /* After dlclose: the TLS modules may have changed. */

@@ -8,10 +8,13 @@
  * under libppl's, and the handler of a claim taken inline ran over a
  * ucontext; on the process backend (getpid a system call there) 4-3's
  * threads overflowed their stacks ("stack overflow (stack size 16384)", or
- * a guardless stack's neighbour corrupted).  Run without preemption ticks
- * (the meson test sets PPL_TIMESLICE_US=0): a tick lands a third kernel
- * frame wherever it finds the thread, which NPTL never does; docs/posix.md,
- * "Handlers on small stacks", says what that costs. */
+ * a guardless stack's neighbour corrupted).  Run with and without
+ * preemption ticks (signest-min-ticks: every 500 us): a tick may not stack
+ * a third kernel frame, which NPTL never does, on two handlers (a nested
+ * handler runs with the tick blocked) nor under the second one (the tick
+ * blocks the application's signals from its first instruction); before,
+ * with ticks, it overflowed in every run.  docs/posix.md, "Handlers on
+ * small stacks". */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
