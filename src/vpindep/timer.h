@@ -22,9 +22,9 @@ struct timer {
  * CLOCK_REALTIME has reached it too: a timed wait never ends with
  * ETIMEDOUT before its deadline as the program's clock reads it, as a
  * kernel wait on that clock does not, whatever made the monotonic
- * deadline come first (a realtime clock set back; docs/posix.md's
- * "sem_timedwait/10-1 in the clone pass", which this did not cure).  A
- * realtime clock set forward still waits for the monotonic deadline. */
+ * deadline come first (a realtime clock set back).  A realtime clock set
+ * forward still waits for the monotonic deadline (docs/posix.md, "Timed
+ * waits and a clock that is set"). */
 void timer_arm(struct timer *tm, int64_t deadline_mono_ns, int64_t realtime_ns,
 	       void (*fire)(struct timer *));
 /* v's first TIMER_HEAP_FIRST slots, by the thread that makes v; ENOMEM. */
