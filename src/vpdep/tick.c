@@ -18,7 +18,6 @@
  * and never be preempted again; SA_RESTART restarts the system calls a tick
  * interrupts, where the kernel allows it. */
 #include <errno.h>
-#include <string.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -62,10 +61,9 @@ int vp_tick_install(void (*fn)(void *uc), uint64_t blocks)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_tick;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	/* The first 64 bits of a sigset_t are the kernel's set. */
 	sigemptyset(&sa.sa_mask);
-	for (int sig = 1; sig <= 64; sig++)
-		if (blocks & (1ULL << (sig - 1)))
-			sigaddset(&sa.sa_mask, sig);
+	memcpy(&sa.sa_mask, &blocks, sizeof blocks);
 	return vp_sigaction(vp_tick_signal(), &sa, NULL) == 0 ? 0 : errno;
 }
 
